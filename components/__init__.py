@@ -1,0 +1,1 @@
+"""Pulumi components that build one dual-stack (NVIDIA + Ascend) inference service."""

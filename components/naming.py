@@ -1,0 +1,51 @@
+"""Names and labels shared by the components, the policies and the tooling (pure functions).
+
+Label scheme from the seed article: every pod carries `app=<service>`, `version=<blue|green>`
+and `hardware=<nvidia|ascend>`. The Deployment selects on `app` + `version`; the Istio subsets
+and the direct Services select on `app` + `hardware`.
+"""
+
+from components.settings import Hardware, Settings
+
+POOL_LABEL = "pool"
+"""Node label and taint key that pins a pod to its accelerator pool."""
+
+
+def pod_labels(settings: Settings, hardware: Hardware) -> dict[str, str]:
+    """Labels of the pods of one backend: {app, version, hardware}."""
+    return {
+        "app": settings.service.name,
+        "version": settings.hardware(hardware).version,
+        "hardware": hardware,
+    }
+
+
+def selector_labels(settings: Settings, hardware: Hardware) -> dict[str, str]:
+    """The Deployment's immutable selector: {app, version}."""
+    labels = pod_labels(settings, hardware)
+    return {"app": labels["app"], "version": labels["version"]}
+
+
+def subset_labels(settings: Settings, hardware: Hardware) -> dict[str, str]:
+    """Labels an Istio subset and a direct Service select on: {app, hardware}."""
+    return {"app": settings.service.name, "hardware": hardware}
+
+
+def direct_service_name(settings: Settings, hardware: Hardware) -> str:
+    """Service that reaches one backend only, bypassing the split: `inference-service-ascend`."""
+    return f"{settings.service.name}-{hardware}"
+
+
+def service_host(settings: Settings, name: str) -> str:
+    """Cluster-local DNS name of a Service: `<name>.<namespace>.svc.cluster.local`."""
+    return f"{name}.{settings.namespace}.svc.cluster.local"
+
+
+def pool_taint(pool_name: str) -> dict[str, str]:
+    """The taint of a pool's nodes: `pool=<name>:NoSchedule`."""
+    return {"key": POOL_LABEL, "value": pool_name, "effect": "NoSchedule"}
+
+
+def pool_toleration(pool_name: str) -> dict[str, str]:
+    """The toleration that matches `pool_taint(pool_name)` exactly."""
+    return {"key": POOL_LABEL, "operator": "Equal", "value": pool_name, "effect": "NoSchedule"}

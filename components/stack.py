@@ -1,0 +1,81 @@
+"""The top component and the program's `main()`: settings in, every resource out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pulumi
+import pulumi.runtime.config as pulumi_config
+
+from components.node_pools import AcceleratorNodePool
+from components.settings import HARDWARE, PROJECT, Settings, SettingsError, load_settings
+from components.traffic import TrafficSplit
+from components.workloads import InferenceWorkload
+
+
+class DualStackInference(pulumi.ComponentResource):
+    """One inference service on NVIDIA and Ascend: both node pools, both workloads and the
+    weighted traffic split between them."""
+
+    def __init__(
+        self, name: str, settings: Settings, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("dualstack:index:DualStackInference", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.pools = {
+            hw: AcceleratorNodePool(f"{name}-{hw}-pool", settings.hardware(hw).pool, child)
+            for hw in HARDWARE
+        }
+        # Workloads wait for their pool's labels and taints, or the pods would stay Pending.
+        self.workloads = {
+            hw: InferenceWorkload(
+                f"{name}-{hw}",
+                settings,
+                hw,
+                pulumi.ResourceOptions(parent=self, depends_on=[self.pools[hw]]),
+            )
+            for hw in HARDWARE
+        }
+        self.traffic = TrafficSplit(
+            f"{name}-traffic",
+            settings,
+            pulumi.ResourceOptions(parent=self, depends_on=list(self.workloads.values())),
+        )
+        self.register_outputs({})
+
+
+def stack_config() -> dict[str, Any]:
+    """Every config value the Pulumi engine handed this program, `<namespace>:<key>` -> value."""
+    return {**pulumi_config.get_config_env(), **pulumi_config.CONFIG.get()}
+
+
+def exports(settings: Settings, stack: DualStackInference) -> dict[str, Any]:
+    """The stack outputs a reviewer and the tooling read (`pulumi stack output ascendWeight`)."""
+    return {
+        "ascendWeight": settings.ascend_weight,
+        "ladderPosition": f"{settings.ladder_position}/{len(settings.ladder) - 1}",
+        "nextStep": settings.next_step,
+        "ascendImageVerified": settings.ascend_image_verified,
+        "namespace": settings.namespace,
+        "virtualService": stack.traffic.virtual_service_name,
+        "routeWeights": stack.traffic.weights,
+        "replicas": {hw: stack.workloads[hw].replicas for hw in HARDWARE},
+        "deployments": {hw: stack.workloads[hw].deployment_name for hw in HARDWARE},
+        "directServices": {hw: stack.workloads[hw].direct_service_name for hw in HARDWARE},
+    }
+
+
+def main(config: Mapping[str, Any] | None = None) -> DualStackInference:
+    """Validate the stack config, build every resource and export the reviewer's outputs.
+
+    Raises pulumi.RunError (a clean one-line failure, nothing registered) on a bad config.
+    """
+    try:
+        settings = load_settings(stack_config() if config is None else config, PROJECT)
+    except SettingsError as exc:
+        raise pulumi.RunError(f"invalid stack config:\n{exc}") from None
+    stack = DualStackInference("inference", settings)
+    for key, value in exports(settings, stack).items():
+        pulumi.export(key, value)
+    return stack

@@ -1,0 +1,1 @@
+"""One module per `dualstack` sub-command, each exposing `register(subparsers)`."""

@@ -1,0 +1,44 @@
+"""`dualstack preview`: the offline preview a reviewer reads on every pull request."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from dualstack.gitref import default_base
+from dualstack.preview import build_preview, format_preview
+from dualstack.project import find_root
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "preview",
+        help="what a migration step changes, against a git base (offline)",
+        description="Render the stack from the working tree and from BASE's config, then "
+        "print the weight move, the replica move, each object's change and a unified diff.",
+    )
+    parser.add_argument("--stack", default="prod", help="stack name (default: prod)")
+    parser.add_argument(
+        "--base",
+        default=None,
+        metavar="GIT_REF",
+        help="compare with the stack config at this ref (default: merge base with the "
+        "default branch; on that branch, HEAD)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key of the head, e.g. ascendWeight=20",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    root = find_root(Path(args.cwd) if args.cwd else None)
+    base = args.base if args.base is not None else default_base(root)
+    preview = build_preview(root, args.stack, base, args.set)
+    sys.stdout.write(format_preview(preview))
+    return 0
