@@ -8,7 +8,16 @@ from pathlib import Path
 
 from dualstack.gitref import default_base
 from dualstack.preview import build_preview, format_preview
-from dualstack.project import find_root
+from components.settings import load_settings
+from dualstack.project import UsageError, find_root, load_stack_config
+
+
+def next_step(root: Path, stack: str, overrides: list[str]) -> int:
+    """The ladder step above the stack's weight; UsageError when it is already at the top."""
+    settings = load_settings(load_stack_config(root, stack, overrides))
+    if settings.next_step is None:
+        raise UsageError(f"stack {stack} is at {settings.ascend_weight}%: no ladder step left")
+    return settings.next_step
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,12 +42,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="KEY=VALUE",
         help="override a config key of the head, e.g. ascendWeight=20",
     )
+    parser.add_argument(
+        "--next",
+        action="store_true",
+        help="preview the next ladder step: the head with ascendWeight one step up",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     root = find_root(Path(args.cwd) if args.cwd else None)
     base = args.base if args.base is not None else default_base(root)
-    preview = build_preview(root, args.stack, base, args.set)
+    overrides = list(args.set)
+    if args.next:
+        overrides.append(f"ascendWeight={next_step(root, args.stack, overrides)}")
+    preview = build_preview(root, args.stack, base, overrides)
     sys.stdout.write(format_preview(preview))
     return 0
