@@ -22,6 +22,7 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator, mo
 from components.config_model import ConfigModel
 from components.monitoring_settings import MonitoringSettings
 from components.precision_settings import PrecisionCheckSettings
+from components.slo_settings import SloSettings
 
 PROJECT = "dualstack-inference"
 HARDWARE = ("nvidia", "ascend")
@@ -235,6 +236,7 @@ class Settings(ConfigModel):
     verified_ascend_image: str | None = Field(
         None, description="Ascend image whose precision check passed (written by the tooling)."
     )
+    slo: SloSettings = Field(default_factory=SloSettings)
     monitoring: MonitoringSettings = Field(default_factory=MonitoringSettings)
     precision_check: PrecisionCheckSettings = Field(default_factory=PrecisionCheckSettings)
 
