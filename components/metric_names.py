@@ -17,3 +17,28 @@ ASCEND_SHARE = "namespace:inference_requests_ascend:ratio_rate5m"
 """Share of requests actually served by Ascend (0..1): migration progress."""
 PRECISION_PASSED = "precision_check_passed"
 """Pushed by the precision check to the Pushgateway: 1 pass, 0 fail; label `ascend_image`."""
+
+# Accelerators, per hardware, for the devices assigned to the stack's namespace.
+ACCELERATOR_UTILISATION = "hardware:accelerator_utilization_percent:avg"
+"""Mean accelerator utilisation in % (0..100), per hardware."""
+ACCELERATOR_MEMORY_USED = "hardware:accelerator_memory_used_percent:ratio"
+"""Device memory used in % of device memory (sum used / sum total), per hardware."""
+ACCELERATOR_TEMPERATURE = "hardware:accelerator_temperature_celsius:max"
+"""Hottest accelerator's temperature in °C, per hardware."""
+ACCELERATOR_POWER = "hardware:accelerator_power_watts:sum"
+"""Total power draw of the accelerators in W, per hardware."""
+ACCELERATORS = "hardware:accelerators:count"
+"""Accelerators assigned to the namespace's pods right now (0 when none), per hardware."""
+ACCELERATOR_HOURS = "hardware:accelerator_hours:sum24h"
+"""Accelerator-hours used over the last 24 h (assigned devices x hours), per hardware."""
+
+# Cost, recorded for a hardware only when prices are configured for it.
+ACCELERATOR_COST_PER_HOUR_BY_MODEL = "hardware_model:accelerator_cost_per_hour:sum"
+"""Cost per hour of the assigned accelerators of one priced model (label `model`)."""
+ACCELERATOR_COST_PER_HOUR = "hardware:accelerator_cost_per_hour:sum"
+"""Cost per hour of the assigned, priced accelerators, per hardware (configured currency)."""
+ACCELERATOR_COST = "hardware:accelerator_cost:sum24h"
+"""Cost of the priced accelerators over the last 24 h, per hardware (configured currency)."""
+
+ASCEND_WEIGHT = "namespace:inference_ascend_weight:ratio"
+"""The configured Ascend route weight as a ratio (0..1), to compare with ASCEND_SHARE."""

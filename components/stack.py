@@ -8,6 +8,7 @@ from typing import Any
 import pulumi
 import pulumi.runtime.config as pulumi_config
 
+from components.monitoring import UnifiedMonitoring
 from components.node_pools import AcceleratorNodePool
 from components.settings import HARDWARE, PROJECT, Settings, SettingsError, load_settings
 from components.traffic import TrafficSplit
@@ -42,6 +43,8 @@ class DualStackInference(pulumi.ComponentResource):
             settings,
             pulumi.ResourceOptions(parent=self, depends_on=list(self.workloads.values())),
         )
+        if settings.monitoring.enabled:
+            self.monitoring = UnifiedMonitoring(f"{name}-monitoring", settings, child)
         self.register_outputs({})
 
 
