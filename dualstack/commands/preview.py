@@ -6,9 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from components.settings import load_settings
 from dualstack.gitref import default_base
 from dualstack.preview import build_preview, format_preview
-from components.settings import load_settings
 from dualstack.project import UsageError, find_root, load_stack_config
 
 
