@@ -21,6 +21,7 @@ def next_step(root: Path, stack: str, overrides: list[str]) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `preview` sub-command to the `dualstack` parser."""
     parser = subparsers.add_parser(
         "preview",
         help="what a migration step changes, against a git base (offline)",
@@ -51,6 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run `dualstack preview`; returns the exit code (errors propagate to `cli.main`)."""
     root = find_root(Path(args.cwd) if args.cwd else None)
     base = args.base if args.base is not None else default_base(root)
     overrides = list(args.set)
