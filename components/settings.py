@@ -244,9 +244,7 @@ class Settings(ConfigModel):
     @classmethod
     def _ladder_shape(cls, ladder: tuple[int, ...]) -> tuple[int, ...]:
         if list(ladder) != sorted(set(ladder)) or ladder[:1] != (0,) or ladder[-1:] != (100,):
-            raise ValueError(
-                "must rise strictly from 0 to 100, e.g. [0, 5, 20, 50, 80, 100]"
-            )
+            raise ValueError("must rise strictly from 0 to 100, e.g. [0, 5, 20, 50, 80, 100]")
         return ladder
 
     @field_validator("ascend_weight")

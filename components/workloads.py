@@ -133,9 +133,7 @@ def direct_service_spec(settings: Settings, hardware: Hardware) -> dict[str, Any
     """Service selecting one backend's pods only (the precision check calls these)."""
     return {
         "selector": subset_labels(settings, hardware),
-        "ports": [
-            {"name": PORT_NAME, "port": settings.service.port, "targetPort": PORT_NAME}
-        ],
+        "ports": [{"name": PORT_NAME, "port": settings.service.port, "targetPort": PORT_NAME}],
     }
 
 

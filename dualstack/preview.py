@@ -116,7 +116,9 @@ def format_preview(preview: Preview) -> str:
         lines.append(f"Note: {preview.base_note}")
     if preview.base is None:
         lines.append(f"Objects: {len(preview.head.objects)} (no base to compare)")
-        lines += [f"  {ObjectChange(sort_key(o), 'create').describe()}" for o in preview.head.objects]
+        lines += [
+            f"  {ObjectChange(sort_key(o), 'create').describe()}" for o in preview.head.objects
+        ]
     else:
         counts = {
             kind: sum(1 for c in preview.changes if c.change == kind)
@@ -130,4 +132,3 @@ def format_preview(preview: Preview) -> str:
         lines.append("")
         lines.append(preview.diff.rstrip("\n") if preview.diff else "No changes to any object.")
     return "\n".join(lines) + "\n"
-

@@ -6,9 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from components.settings import load_settings
 from dualstack.gitref import default_base
 from dualstack.preview import build_preview, format_preview
-from components.settings import load_settings
 from dualstack.project import UsageError, find_root, load_stack_config
 
 
@@ -21,6 +21,7 @@ def next_step(root: Path, stack: str, overrides: list[str]) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `preview` sub-command to the `dualstack` parser."""
     parser = subparsers.add_parser(
         "preview",
         help="what a migration step changes, against a git base (offline)",
@@ -51,6 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run `dualstack preview`; returns the exit code (errors propagate to `cli.main`)."""
     root = find_root(Path(args.cwd) if args.cwd else None)
     base = args.base if args.base is not None else default_base(root)
     overrides = list(args.set)
