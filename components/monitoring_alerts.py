@@ -110,16 +110,14 @@ def precision_alert(settings: Settings, stack: str) -> Rule:
     """The precision check of the served Ascend image reported a failure (pushed 0)."""
     image = settings.ascend.image
     expr = f"{m.PRECISION_PASSED}{{ascend_image={quote(image)}}} == 0"
-    action = "do not promote; fix the image and re-run the check"
-    if settings.ascend_weight > 0:
-        action = f"do not promote; {sop_rollback(stack)}"
     return _alert(
         "AscendPrecisionCheckFailed",
         expr,
         settings,
         settings.monitoring.alerts.precision_check_failed,
         "ascend",
-        f"Precision check (SOP 2) failed for the served Ascend image {image}: {action}.",
+        f"Precision check (SOP 2) failed for the served Ascend image {image}: do not promote; "
+        f"while Ascend serves traffic, {sop_rollback(stack)}.",
         "Ascend answers differ from NVIDIA's for the same requests; see the precision-check "
         "report of this image.",
     )
@@ -135,10 +133,12 @@ def no_traffic_alert(settings: Settings, stack: str) -> Rule:
         settings,
         settings.monitoring.alerts.ascend_no_traffic,
         "ascend",
-        f"No request reaches Ascend in {settings.namespace} although its weight is "
-        f"{settings.ascend_weight}%: {sop_rollback(stack)}.",
+        f"No request reaches Ascend in {settings.namespace} although its configured weight is "
+        "{{ $value | humanizePercentage }}: " + f"{sop_rollback(stack)}.",
         "Check that the DestinationRule subset `ascend` selects ready pods "
-        "(istioctl analyze IST0101/IST0173) and that the VirtualService was applied.",
+        "(istioctl analyze IST0101/IST0173) and that the VirtualService was applied. After a "
+        "rollback applied with `--target` on the VirtualService only, apply the whole stack so "
+        "this rule's configured weight follows.",
     )
 
 

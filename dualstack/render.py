@@ -59,8 +59,10 @@ def whole_numbers(value: Any) -> Any:
     return value
 
 
-def canonical(value: Any, first: tuple[str, ...] = ("name",)) -> Any:
+def canonical(value: Any, first: tuple[str, ...] = ("name", "record", "alert")) -> Any:
     """Keys in a stable order at every depth: `first` keys, then the rest alphabetically.
+
+    `record` / `alert` lead so a Prometheus rule reads (and diffs) under its name.
 
     Mocked registration hands inputs over in no fixed key order; a stable order makes the
     render byte-for-byte repeatable and its diffs minimal.

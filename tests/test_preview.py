@@ -13,17 +13,22 @@ from tests.conftest import git
 from tests.test_cli import dualstack
 
 
-def test_weight_step_shows_one_changed_object(git_repo: Path) -> None:
+def test_weight_step_changes_the_route_and_the_recorded_weight(git_repo: Path) -> None:
     set_config_value(git_repo, "prod", "ascendWeight", 20)
     preview = build_preview(git_repo, "prod", "main")
     assert preview.previous_weight == 5
     changed = [c.describe() for c in preview.changes if c.change != "same"]
-    assert changed == ["~ VirtualService inference/inference-vs"]
+    assert changed == [
+        "~ PrometheusRule inference/inference-service-dualstack",
+        "~ VirtualService inference/inference-vs",
+    ]
+    assert "record: namespace:inference_ascend_weight:ratio\n-      expr: vector(0.05)\n" in preview.diff
+    assert "+      expr: vector(0.2)\n" in preview.diff
     assert "-      weight: 95\n+      weight: 80\n" in preview.diff
     assert "-      weight: 5\n+      weight: 20\n" in preview.diff
     report = format_preview(preview)
     assert "Ascend weight: 5% -> 20% (ladder step 2 of 5, next 50%)" in report
-    assert "(1 changed, 0 added, 0 removed)" in report
+    assert "(2 changed, 0 added, 0 removed)" in report
 
 
 def test_step_to_50_scales_ascend(git_repo: Path) -> None:
