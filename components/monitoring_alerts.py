@@ -65,7 +65,8 @@ def error_ratio_alert(settings: Settings, stack: str) -> Rule:
     ascend = _series(m.ERROR_RATIO, settings, "ascend")
     nvidia = _series(m.ERROR_RATIO, settings, "nvidia")
     margin = number(settings.slo.error_ratio_margin)
-    points = f"{settings.slo.error_ratio_margin * 100:g} percentage points"
+    pp = round(settings.slo.error_ratio_margin * 100, 6)
+    points = f"{pp:g} percentage point{'' if pp == 1 else 's'}"
     expr = (
         f"{ascend}\n  > on (namespace) group_left ()\n({nvidia} + {margin})\n"
         f"or\n{ascend} > {margin}\n  unless on (namespace)\n{nvidia}"
@@ -79,7 +80,7 @@ def error_ratio_alert(settings: Settings, stack: str) -> Rule:
         f"Ascend 5xx ratio exceeds NVIDIA's by more than {points} in {settings.namespace}: "
         f"{sop_rollback(stack)}.",
         "Ascend answers {{ $value | humanizePercentage }} of requests with 5xx "
-        f"(allowed: NVIDIA's ratio + {points}).",
+        f"(allowed: NVIDIA's ratio, 0 without NVIDIA traffic, + {points}).",
     )
 
 

@@ -22,8 +22,8 @@ def test_weight_step_changes_the_route_and_the_recorded_weight(git_repo: Path) -
         "~ PrometheusRule inference/inference-service-dualstack",
         "~ VirtualService inference/inference-vs",
     ]
-    assert "record: namespace:inference_ascend_weight:ratio\n-      expr: vector(0.05)\n" in preview.diff
-    assert "+      expr: vector(0.2)\n" in preview.diff
+    weight_rule = "record: namespace:inference_ascend_weight:ratio\n"
+    assert f"{weight_rule}-      expr: vector(0.05)\n+      expr: vector(0.2)\n" in preview.diff
     assert "-      weight: 95\n+      weight: 80\n" in preview.diff
     assert "-      weight: 5\n+      weight: 20\n" in preview.diff
     report = format_preview(preview)
