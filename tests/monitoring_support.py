@@ -119,5 +119,5 @@ def metric_names(expr: str) -> set[str]:
     text = re.sub(r"\{[^}]*\}", " ", text)  # label matchers
     text = re.sub(r"\[[^\]]*\]", " ", text)  # ranges and subqueries
     text = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", text)
-    text = re.sub(r"(?<![A-Za-z_:])\d[\d.eE+\-]*", " ", text)  # numbers
+    text = re.sub(r"(?<![A-Za-z0-9_:])\d[\d.eE+\-]*", " ", text)  # numbers
     return set(re.findall(r"[A-Za-z_:][A-Za-z0-9_:]*", text)) - PROMQL_WORDS
