@@ -9,6 +9,7 @@ about (the seed article's GPU-hours, 0/0 as a pass, NaN latency, double counting
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from components.prometheus_rules import rule_file
 from tests.monitoring_support import (
     FULL_VARIANT,
     VARIANTS,
+    promtool,
     run_promtool,
     run_suite,
     suites,
@@ -27,6 +29,16 @@ from tests.monitoring_support import (
 )
 
 ALL_SUITES = suites()
+
+
+def test_missing_promtool_fails_under_ci_and_skips_elsewhere(monkeypatch) -> None:
+    monkeypatch.setattr(shutil, "which", lambda _name: None)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="promtool not found"):
+        promtool()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="promtool not found"):
+        promtool()
 
 
 def test_every_variant_has_suites() -> None:
