@@ -11,15 +11,12 @@ Cross-hardware comparisons use `on (namespace) group_left` so the alert keeps As
 
 from __future__ import annotations
 
-from typing import Any
-
 from components import metric_names as m
 from components.monitoring_accelerators import device_metric, device_scope, prices
+from components.monitoring_rules import Rule, static_labels
 from components.monitoring_settings import AlertSettings
 from components.promql import number, quote, selector
 from components.settings import HARDWARE, Hardware, Settings
-
-Rule = dict[str, Any]
 
 
 def sop_rollback(stack: str) -> str:
@@ -46,11 +43,7 @@ def _alert(
         "alert": name,
         "expr": expr,
         "for": config.duration,
-        "labels": {
-            "severity": config.severity,
-            "hardware": hardware,
-            "namespace": settings.namespace,
-        },
+        "labels": {"severity": config.severity, **static_labels(settings, hardware)},
         "annotations": annotations,
     }
 
@@ -179,8 +172,8 @@ def unpriced_alert(settings: Settings, hardware: Hardware) -> Rule | None:
     )
 
 
-def alert_group(settings: Settings, stack: str) -> dict[str, Any]:
-    """The alerting-rule group of the stack."""
+def alert_rules(settings: Settings, stack: str) -> list[Rule]:
+    """Every alerting rule of the stack; `stack` is named in the SOP commands."""
     rules = [
         error_ratio_alert(settings, stack),
         latency_alert(settings, stack),
@@ -188,9 +181,4 @@ def alert_group(settings: Settings, stack: str) -> dict[str, Any]:
         no_traffic_alert(settings, stack),
         chip_alert(settings, stack),
     ]
-    rules += [r for hw in HARDWARE if (r := unpriced_alert(settings, hw)) is not None]
-    return {
-        "name": f"dualstack.{settings.namespace}.alerts",
-        "interval": settings.monitoring.evaluation_interval,
-        "rules": rules,
-    }
+    return rules + [r for hw in HARDWARE if (r := unpriced_alert(settings, hw)) is not None]

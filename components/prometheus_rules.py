@@ -18,7 +18,7 @@ from components.monitoring_accelerators import (
     cost_rules,
     usage_rules,
 )
-from components.monitoring_alerts import alert_group
+from components.monitoring_alerts import alert_rules
 from components.monitoring_rules import migration_rules, request_rules
 from components.settings import HARDWARE, Settings
 
@@ -56,7 +56,12 @@ def prometheus_rule_spec(settings: Settings, stack: str) -> dict[str, Any]:
     `stack` is the Pulumi stack named in the alerts' SOP commands (`dualstack rollback
     --stack prod`).
     """
-    return {"groups": [*recording_groups(settings), alert_group(settings, stack)]}
+    alerts = {
+        "name": group_name(settings, "alerts"),
+        "interval": settings.monitoring.evaluation_interval,
+        "rules": alert_rules(settings, stack),
+    }
+    return {"groups": [*recording_groups(settings), alerts]}
 
 
 class _Dumper(yaml.SafeDumper):
