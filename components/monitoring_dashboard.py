@@ -137,7 +137,12 @@ def panels(settings: Settings) -> list[dict[str, Any]]:
         _panel("Power", [per_hw(m.ACCELERATOR_POWER)], "watt", "Total power draw, W."),
         _panel(
             "NPU chip health",
-            [(selector(npu.health, {npu.namespace_label: settings.namespace}), "chip {{id}}")],
+            [
+                (
+                    selector(npu.health, {npu.namespace_label: settings.namespace}),
+                    "chip {{" + npu.chip_label + "}}",
+                )
+            ],
             "none",
             "npu-exporter health status per chip: 1 healthy, 0 unhealthy.",
             kind="stat",
