@@ -68,20 +68,29 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(SLOW_S)
             prefix = "/ok"
         status, body = ANSWERS[prefix]
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except OSError:
+            pass  # the client gave up (timeout test): nothing to answer
 
     def log_message(self, *args) -> None:
         pass
 
 
+class QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:
+        pass  # a late answer to a client that timed out must not print into other tests
+
+
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
+    httpd = QuietServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
@@ -162,3 +171,46 @@ def test_parse_vector_rejects_non_object():
 def test_label_values_are_escaped():
     assert promql_string('a"b\\c') == '"a\\"b\\\\c"'
     assert selector("m", {"ns": "x", "img": 'r/i:"t"'}) == 'm{ns="x",img="r/i:\\"t\\""}'
+
+
+@pytest.fixture
+def project(tmp_path):
+    """A project with one stack at 20% Ascend, its image verified."""
+    (tmp_path / "Pulumi.yaml").write_text("name: dualstack-inference\nruntime: python\n")
+    (tmp_path / "Pulumi.prod.yaml").write_text(
+        "config:\n"
+        '  dualstack-inference:ascendWeight: "20"\n'
+        "  dualstack-inference:verifiedAscendImage: registry/inference-service:v1.2.3-npu\n"
+    )
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("path", "cause"),
+    [
+        ("/http500", "query failed: HTTP 500 Internal Server Error"),
+        ("/garbage", "query failed: malformed answer: not JSON"),
+        ("/matrix", "query failed: malformed answer: result type 'matrix'"),
+        ("/nan", "NaN from 0/0"),
+    ],
+)
+def test_gate_fails_closed_on_bad_answers(server, project, capsys, path, cause):
+    from dualstack.cli import main
+
+    argv = ["-C", str(project), "gate", "--stack", "prod", "--prometheus", f"{server}{path}"]
+    assert main([*argv, "--at", "1700000000"]) == 1
+    out = capsys.readouterr().out
+    assert "PASSED" not in out
+    assert cause in out
+    # Every traffic criterion lacks data; precision alone cannot carry the gate.
+    assert out.count("NO_DATA") >= 3
+
+
+def test_gate_timeout_is_one_line_error(server, project, capsys):
+    from dualstack.cli import main
+
+    argv = ["-C", str(project), "gate", "--stack", "prod", "--prometheus", f"{server}/slow"]
+    assert main([*argv, "--timeout", "0.3"]) == 2
+    assert capsys.readouterr().err == (
+        f"error: Prometheus at {server}/slow is unreachable: no answer within 0.3 s\n"
+    )
