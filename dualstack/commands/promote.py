@@ -9,6 +9,7 @@ from pathlib import Path
 from components.settings import Settings, load_settings
 from dualstack.commands.gate import add_gate_arguments, run_gate
 from dualstack.deployed import deployed_weight
+from dualstack.gate import GateReport
 from dualstack.gate_report import format_markdown, verdict
 from dualstack.gitops import check_ready_to_commit, commit_on_new_branch
 from dualstack.gitref import default_base
@@ -16,7 +17,7 @@ from dualstack.pr_text import commit_message, promotion_body, promotion_title
 from dualstack.preview import build_preview, format_preview
 from dualstack.project import UsageError, find_root, load_stack_config
 from dualstack.stackfile import stack_path
-from dualstack.weights import WeightChange, change_weight
+from dualstack.weights import change_weight
 
 
 def add_pr_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,6 +87,13 @@ def _check_deployed(root: Path, stack: str, settings: Settings) -> None:
         )
 
 
+def _commit_note(report: GateReport | None, reason: str | None) -> str:
+    """`Gate skipped: <reason>` or `Gate PASSED: requests PASS, error-ratio PASS, ...`."""
+    if report is None:
+        return f"Gate skipped: {reason}"
+    return f"Gate {verdict(report)}: " + ", ".join(f"{c.key} {c.status}" for c in report.criteria)
+
+
 def run(args: argparse.Namespace) -> int:
     root = find_root(Path(args.cwd) if args.cwd else None)
     settings = load_settings(load_stack_config(root, args.stack))
@@ -113,18 +121,13 @@ def run(args: argparse.Namespace) -> int:
             return 1
     base = args.base if args.base is not None else default_base(root)
     preview = build_preview(root, args.stack, base, [f"ascendWeight={target}"])
-    change: WeightChange = change_weight(root, args.stack, settings, target)
+    change = change_weight(root, args.stack, settings, target)
+    if report is not None:
+        print()  # after the gate table
     print(f"Set ascendWeight {settings.ascend_weight} -> {target}: {change.method}")
     title = promotion_title(change)
     body = promotion_body(
         change, format_markdown(report) if report else None, reason, format_preview(preview)
     )
-    notes = (
-        [f"Gate skipped: {reason}"]
-        if reason
-        else [
-            f"Gate {verdict(report)}: " + ", ".join(f"{c.key} {c.status}" for c in report.criteria)
-        ]
-    )
-    publish(args, root, branch, title, body, notes)
+    publish(args, root, branch, title, body, [_commit_note(report, reason)])
     return 0
