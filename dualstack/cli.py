@@ -17,6 +17,7 @@ from dualstack import __version__
 COMMANDS = (
     "render",
     "preview",
+    "policy_config",
 )
 """Modules of `dualstack.commands`; each has `register(subparsers)` setting `func`."""
 
@@ -42,12 +43,21 @@ def build_parser() -> argparse.ArgumentParser:
 def expected_errors() -> tuple[type[BaseException], ...]:
     """Errors that mean bad input or an unreachable dependency: one line, exit 2."""
     from components.settings import SettingsError
+    from dualstack.policy_config import StackOutputError
     from dualstack.project import UsageError
     from dualstack.render import RenderError
     from dualstack.stackfile import StackFileError
     from dualstack.validate import SchemaError
 
-    return (SettingsError, StackFileError, RenderError, SchemaError, UsageError, OSError)
+    return (
+        SettingsError,
+        StackFileError,
+        RenderError,
+        SchemaError,
+        UsageError,
+        StackOutputError,
+        OSError,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

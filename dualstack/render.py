@@ -29,8 +29,7 @@ class RenderError(RuntimeError):
 def config_strings(config: Mapping[str, Any]) -> dict[str, str]:
     """Stack-file values as the Pulumi engine hands them over: strings, JSON for structures."""
     return {
-        key: value if isinstance(value, str) else json.dumps(value)
-        for key, value in config.items()
+        key: value if isinstance(value, str) else json.dumps(value) for key, value in config.items()
     }
 
 
