@@ -16,7 +16,9 @@ each policy getting only the keys its `PolicyConfigSchema` declares.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -105,22 +107,29 @@ def read_deployed_weight(
         raise StackOutputError(
             f"the Pulumi CLI ({pulumi}) is not on PATH; pass --previous-weight N instead"
         )
-    try:
-        done = subprocess.run(
-            [executable, "stack", "output", "ascendWeight", "--json", "--stack", stack],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    except subprocess.TimeoutExpired:
-        raise StackOutputError(f"{command} did not answer within {timeout:g} s") from None
-    if done.returncode != 0:
-        why = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
+    arguments = [executable, "stack", "output", "ascendWeight", "--json", "--stack", stack]
+    # Own process group: on a timeout the CLI and any plugin it started are killed together,
+    # so no child keeps the pipes open and the command cannot hang.
+    with subprocess.Popen(
+        arguments,
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    ) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise StackOutputError(f"{command} did not answer within {timeout:g} s") from None
+    if process.returncode != 0:
+        why = (stderr.strip() or stdout.strip() or "no output").splitlines()[-1]
         raise StackOutputError(
             f"{command} failed: {why} (a stack never deployed has no output: use --first-deploy)"
         )
-    return parse_weight(done.stdout, command)
+    return parse_weight(stdout, command)
 
 
 def write_config(config: dict[str, Any], output: Path | None) -> str:

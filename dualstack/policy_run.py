@@ -23,7 +23,7 @@ import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from inspect import isawaitable
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pulumi_policy import (
     EnforcementLevel,
@@ -128,9 +128,16 @@ def policy_config(policy: Policy, pack_config: Mapping[str, Any]) -> dict[str, A
     return engine_value({k: v for k, v in entry.items() if k != "enforcementLevel"})
 
 
-def _validate(policy: Policy, args: Any) -> tuple[list[tuple[str, str | None]], str | None]:
-    """Run one validation; (violations as (message, urn), note) where note explains a
-    not-applicable (prefixed `n/a:`), unknown (`unknown:`) or crashed (`error:`) run."""
+class _Run(NamedTuple):
+    """One validation call: the violations as (message, urn) and how the call ended."""
+
+    violations: list[tuple[str, str | None]]
+    ending: Literal["done", "not-applicable", "unknown", "crashed"] = "done"
+    note: str = ""
+
+
+def _validate(policy: Policy, args: Any) -> _Run:
+    """Run one validation the way the engine does, catching how it may end."""
     found: list[tuple[str, str | None]] = []
 
     def report(message: str, urn: str | None = None) -> None:
@@ -145,12 +152,12 @@ def _validate(policy: Policy, args: Any) -> tuple[list[tuple[str, str | None]], 
             finally:
                 loop.close()
     except _NotApplicableError as exc:
-        return found, f"n/a:{exc.reason or 'not applicable'}"
+        return _Run(found, "not-applicable", exc.reason or "no reason given")
     except UnknownValueError as exc:
-        return found, f"unknown:{exc.message}"
+        return _Run(found, "unknown", exc.message)
     except Exception as exc:  # fail closed: a crashed policy is a violation, never a pass
-        return found, f"error:{type(exc).__name__}: {exc}"
-    return found, None
+        return _Run(found, "crashed", f"{type(exc).__name__}: {exc}")
+    return _Run(found)
 
 
 def run_policy(
@@ -178,19 +185,17 @@ def run_policy(
         runs = [_validate(policy, StackValidationArgs(list(resources), config))]
     found: Outcome = "violation" if level in BLOCKING_LEVELS else "advisory"
     results = []
-    notes = []
-    for violations, note in runs:
-        for message, urn in violations:
+    for run in runs:
+        for message, urn in run.violations:
             results.append(PolicyResult(policy.name, level.value, found, message, labels.get(urn)))
-        if note and note.startswith("error:"):
-            message = f"the policy crashed ({note[6:]}); treated as a violation"
+        if run.ending == "crashed":
+            message = f"the policy crashed ({run.note}); treated as a violation"
             results.append(PolicyResult(policy.name, level.value, "violation", message))
-        elif note and note.startswith("unknown:"):
-            results.append(PolicyResult(policy.name, level.value, "advisory", note[8:]))
-        elif note:
-            notes.append(note[3:])
+        elif run.ending == "unknown":
+            results.append(PolicyResult(policy.name, level.value, "advisory", run.note))
     if not results:
-        message = f"not applicable: {notes[0]}" if notes and len(runs) == 1 else ""
+        skipped = [run.note for run in runs if run.ending == "not-applicable"]
+        message = f"not applicable: {skipped[0]}" if skipped and len(runs) == 1 else ""
         results.append(PolicyResult(policy.name, level.value, "pass", message))
     return results
 
