@@ -70,13 +70,14 @@ class PolicyResult:
 
 def engine_value(value: Any) -> Any:
     """`value` as the engine hands it to a policy: ints (not bools) become floats, recursively."""
-    if isinstance(value, bool) or value is None or isinstance(value, str):
+    # Concrete types first: rendered objects are plain dicts and lists, and ABC checks are slow.
+    if value is None or isinstance(value, bool | str):
         return value
     if isinstance(value, int | float):
         return float(value)
-    if isinstance(value, Mapping):
+    if isinstance(value, (dict, Mapping)):
         return {str(k): engine_value(v) for k, v in value.items()}
-    if isinstance(value, Sequence):
+    if isinstance(value, (list, tuple, Sequence)):
         return [engine_value(v) for v in value]
     return value
 

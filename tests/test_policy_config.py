@@ -22,7 +22,7 @@ from dualstack.policy_config import (
 )
 from policies import POLICIES
 from policies.supply_chain import VERIFIED_IMAGE_ANNOTATION as PACK_ANNOTATION
-from tests.conftest import cfg
+from tests.conftest import cfg, find
 
 DEFAULTS = load_settings(cfg(ascendWeight="5"))
 
@@ -194,3 +194,13 @@ def test_command_rejects_bad_flags(git_repo, args, capsys):
     with pytest.raises(SystemExit) as caught:
         main(["-C", str(git_repo), "policy-config", *args])
     assert caught.value.code == 2
+
+
+def test_program_records_the_verified_image_on_the_ascend_deployment(render_objects):
+    verified = "registry/inference-service:v1.2.3-npu"
+    objects = render_objects(cfg(ascendWeight="5", verifiedAscendImage=verified))
+    ascend = find(objects, "Deployment", "inference-green")
+    assert ascend["metadata"]["annotations"] == {VERIFIED_IMAGE_ANNOTATION: verified}
+    assert "annotations" not in find(objects, "Deployment", "inference-blue")["metadata"]
+    unverified = render_objects(cfg(ascendWeight="5"))
+    assert "annotations" not in find(unverified, "Deployment", "inference-green")["metadata"]

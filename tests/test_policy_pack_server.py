@@ -17,6 +17,7 @@ import threading
 
 import grpc
 import pytest
+import yaml
 from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
@@ -128,3 +129,19 @@ def test_stack_policies_run_over_the_whole_stack(analyzer):
     assert diagnostic.policyName == "rollback-capacity"
     assert "inference-blue has 2 replicas" in diagnostic.message
     assert diagnostic.urn.endswith("::0")
+
+
+def test_importing_the_validators_does_not_start_the_pack():
+    """Only `policies/__main__.py` builds the PolicyPack (which would serve forever)."""
+    code = "import policies, policies.common, policies.stack_view; print(len(policies.POLICIES))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT
+    )
+    assert (done.returncode, done.stdout) == (0, "9\n"), done.stderr
+
+
+def test_pack_manifest_names_the_python_runtime():
+    manifest = yaml.safe_load((REPO / "policies" / "PulumiPolicy.yaml").read_text())
+    assert manifest["runtime"]["name"] == "python"
+    assert manifest["runtime"]["options"]["virtualenv"] == "../.venv"
+    assert manifest["version"]
