@@ -21,6 +21,7 @@ COMMANDS = (
     "gate",
     "promote",
     "rollback",
+    "policy_config",
 )
 """Modules of `dualstack.commands`; each has `register(subparsers)` setting `func`."""
 
@@ -47,6 +48,7 @@ def expected_errors() -> tuple[type[BaseException], ...]:
     """Errors that mean bad input or an unreachable dependency: one line, exit 2."""
     from components.settings import SettingsError
     from dualstack.gitops import GitError
+    from dualstack.policy_config import StackOutputError
     from dualstack.project import UsageError
     from dualstack.prometheus import PrometheusUnavailable
     from dualstack.render import RenderError
@@ -61,6 +63,7 @@ def expected_errors() -> tuple[type[BaseException], ...]:
         UsageError,
         GitError,
         PrometheusUnavailable,
+        StackOutputError,
         OSError,
     )
 
