@@ -17,6 +17,8 @@ from dualstack import __version__
 COMMANDS = (
     "render",
     "preview",
+    "precision_check",
+    "verify_precision",
 )
 """Modules of `dualstack.commands`; each has `register(subparsers)` setting `func`."""
 
