@@ -19,9 +19,27 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 WORDS = (
-    "the", "model", "answers", "every", "prompt", "with", "tokens", "that", "match", "on",
-    "both", "kinds", "of", "hardware", "when", "decoding", "is", "greedy", "and", "stable",
-)  # fmt: skip
+    "the",
+    "model",
+    "answers",
+    "every",
+    "prompt",
+    "with",
+    "tokens",
+    "that",
+    "match",
+    "on",
+    "both",
+    "kinds",
+    "of",
+    "hardware",
+    "when",
+    "decoding",
+    "is",
+    "greedy",
+    "and",
+    "stable",
+)
 HANG_LIMIT = 10.0
 """Seconds a hanging handler waits at most (it also ends when the server stops)."""
 
@@ -68,7 +86,9 @@ class OpenAIServer:
         self.stopping = threading.Event()
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), _handler(self))
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     @property
     def url(self) -> str:

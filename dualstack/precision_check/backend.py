@@ -33,6 +33,14 @@ class Retryable(CheckError):
         self.retry_after = retry_after
 
 
+class TimedOut(CheckError):
+    """No answer within the request's timeout."""
+
+
+class DeadlineReached(CheckError):
+    """The run's total deadline passed before this request was answered."""
+
+
 @dataclass(frozen=True)
 class Answer:
     """A backend's answer: its text, and its tokens with their log-probabilities when the
@@ -126,16 +134,24 @@ class Backend:
         """Send one prompt, retrying connection errors and HTTP 5xx/429 up to
         `options.retries` times with exponential backoff (0.5..1 x `backoff` x 2^attempt).
 
-        Raises CheckError, its message prefixed with the backend's name and URL.
+        Raises DeadlineReached when the run's deadline cut the request short, else
+        CheckError, its message prefixed with the backend's name and URL.
         """
         body = json.dumps(request_body(self.options, prompt)).encode()
         for attempt in range(self.options.retries + 1):
             remaining = self.deadline - time.monotonic()
-            if remaining <= 0 or self.stop.is_set():
+            if remaining <= 0:
+                raise DeadlineReached(f"{self.name}: deadline passed before prompt {prompt.id}")
+            if self.stop.is_set():
                 raise CheckError(f"{self.name}: stopped before prompt {prompt.id} was answered")
             try:
-                payload = self._post(body, min(self.options.timeout, remaining))
+                timeout = min(self.options.timeout, remaining)
+                payload = self._post(body, timeout)
                 return parse_answer(payload, self.options.endpoint, self.options.wants_tokens)
+            except TimedOut as exc:
+                if timeout < self.options.timeout:
+                    raise DeadlineReached(f"{self.name}: {exc} (deadline)") from None
+                raise CheckError(f"{self.name} {self.url}: {exc} (prompt {prompt.id})") from None
             except Retryable as exc:
                 if attempt == self.options.retries:
                     raise CheckError(
@@ -164,10 +180,10 @@ class Backend:
                 ) from None
             raise CheckError(detail) from None
         except TimeoutError:
-            raise CheckError(f"no answer within {timeout:.3g} s") from None
+            raise TimedOut(f"no answer within {timeout:.3g} s") from None
         except urllib.error.URLError as exc:
             if isinstance(exc.reason, TimeoutError):
-                raise CheckError(f"no answer within {timeout:.3g} s") from None
+                raise TimedOut(f"no answer within {timeout:.3g} s") from None
             reason = getattr(exc.reason, "strerror", None) or exc.reason
             raise Retryable(f"cannot connect ({reason})") from None
         except (ConnectionError, http.client.HTTPException) as exc:

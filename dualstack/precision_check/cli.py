@@ -41,20 +41,26 @@ def add_arguments(parser: argparse.ArgumentParser, images: bool = True) -> None:
 
     parser.add_argument("--nvidia", required=True, metavar="URL", help="NVIDIA backend base URL")
     parser.add_argument("--ascend", required=True, metavar="URL", help="Ascend backend base URL")
-    option("prompts", "JSON-lines file or YAML list of prompts (default: built-in set)",
-           metavar="FILE")  # fmt: skip
+    option(
+        "prompts", "JSON-lines file or YAML list of prompts (default: built-in set)", metavar="FILE"
+    )
     option("endpoint", "OpenAI API to call", choices=tuple(ENDPOINTS))
     option("model", "`model` field of each request (default: not sent)", metavar="NAME")
     option("max_tokens", "tokens to generate per prompt", type=int, metavar="N")
     option("seed", "`seed` field of each request", type=int, metavar="N")
     parser.add_argument(
-        "--no-seed", dest="seed", action="store_const", const=None, default=argparse.SUPPRESS,
+        "--no-seed",
+        dest="seed",
+        action="store_const",
+        const=None,
+        default=argparse.SUPPRESS,
         help="send no `seed` (for servers that reject it)",
-    )  # fmt: skip
+    )
     option("mode", "comparison mode", choices=MODES)
     option("min_match_rate", "%% of prompts that must match", type=float, metavar="PCT")
-    option("prefix_length", "prefix mode: leading chars/tokens that must agree", type=int,
-           metavar="N")  # fmt: skip
+    option(
+        "prefix_length", "prefix mode: leading chars/tokens that must agree", type=int, metavar="N"
+    )
     option("prefix_unit", "prefix mode: unit of --prefix-length", choices=PREFIX_UNITS)
     option(
         "tolerance", "logprobs mode: largest absolute logprob difference", type=float, metavar="ABS"
@@ -67,8 +73,12 @@ def add_arguments(parser: argparse.ArgumentParser, images: bool = True) -> None:
     option("json_report", "write the JSON report to FILE", metavar="FILE")
     option("pushgateway", "push precision_check_* metrics to this Pushgateway", metavar="URL")
     option("push_job", "Pushgateway job name", metavar="NAME")
-    option("push_labels", "extra grouping label, e.g. namespace=inference (repeatable)",
-           action="append", metavar="KEY=VALUE")  # fmt: skip
+    option(
+        "push_labels",
+        "extra grouping label, e.g. namespace=inference (repeatable)",
+        action="append",
+        metavar="KEY=VALUE",
+    )
     if images:
         option("nvidia_image", "NVIDIA image under test (metric label)", metavar="IMAGE")
         option("ascend_image", "Ascend image under test (metric label)", metavar="IMAGE")

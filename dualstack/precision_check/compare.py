@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .backend import Answer, Backend, request_body
+from .backend import Answer, Backend, DeadlineReached, request_body
 from .options import EXIT_ERROR, EXIT_MISMATCH, EXIT_PASS, HARDWARE, CheckError, Options
 from .prompts import Prompt
 
@@ -58,9 +58,14 @@ def compare(options: Options, prompt: Prompt, nvidia: Answer, ascend: Answer) ->
     def mismatch(position: int, unit: str, detail: str) -> Mismatch:
         at = len("".join(nvidia.tokens[:position])) if unit == "token" else position
         return Mismatch(
-            prompt.id, prompt.text[:60], position, unit,
-            snippet(nvidia.text, at), snippet(ascend.text, at), detail,
-        )  # fmt: skip
+            prompt.id,
+            prompt.text[:60],
+            position,
+            unit,
+            snippet(nvidia.text, at),
+            snippet(ascend.text, at),
+            detail,
+        )
 
     limit = options.prefix_length if options.mode == "prefix" else None
     if not options.wants_tokens:
@@ -163,21 +168,18 @@ def run_check(options: Options, prompts: list[Prompt]) -> Report:
     report = Report(options, len(prompts))
     answers: dict[str, dict[str, Answer]] = {hw: {} for hw in HARDWARE}
     jobs = {pools[hw].submit(backends[hw].ask, p): (hw, p.id) for p in prompts for hw in HARDWARE}
+    waiting, out_of_time = set(jobs), False
     try:
-        waiting = set(jobs)
-        while waiting and not report.errors:
+        while waiting and not report.errors and not out_of_time:
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                report.errors.append(
-                    f"deadline of {options.deadline:g} s passed with {len(waiting)} of "
-                    f"{len(jobs)} requests unanswered"
-                )
-                break
-            done, waiting = cf.wait(waiting, remaining, return_when=cf.FIRST_EXCEPTION)
+            out_of_time = remaining <= 0
+            done, waiting = cf.wait(waiting, max(remaining, 0), return_when=cf.FIRST_EXCEPTION)
             for job in done:
                 hw, prompt_id = jobs[job]
                 try:
                     answers[hw][prompt_id] = job.result()
+                except DeadlineReached:
+                    out_of_time = True
                 except CheckError as exc:
                     report.errors.append(str(exc))
     finally:
@@ -185,6 +187,12 @@ def run_check(options: Options, prompts: list[Prompt]) -> Report:
         for pool in pools.values():
             pool.shutdown(wait=False, cancel_futures=True)
     report.duration = time.monotonic() - started
+    if out_of_time and not report.errors:
+        unanswered = len(jobs) - sum(map(len, answers.values()))
+        report.errors.append(
+            f"deadline of {options.deadline:g} s passed with {unanswered} of {len(jobs)} "
+            "requests unanswered"
+        )
     report.answered = {hw: len(answers[hw]) for hw in HARDWARE}
     report.retries = {hw: backends[hw].retries for hw in HARDWARE}
     for prompt in prompts:

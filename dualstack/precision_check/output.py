@@ -74,15 +74,17 @@ def metrics_text(report: Report) -> str:
     }
     selector = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items() if v)
     series = (
-        (PASSED, "1 when Ascend answered like NVIDIA within the threshold, else 0.",
-         int(report.exit_code == EXIT_PASS)),
-        (COMPLETED, "1 when both backends answered every prompt, else 0.",
-         int(not report.errors)),
+        (
+            PASSED,
+            "1 when Ascend answered like NVIDIA within the threshold, else 0.",
+            int(report.exit_code == EXIT_PASS),
+        ),
+        (COMPLETED, "1 when both backends answered every prompt, else 0.", int(not report.errors)),
         (MATCH_RATIO, "Prompts answered alike / all prompts (0..1).", report.match_rate / 100),
         (MISMATCHES, "Prompts answered differently.", len(report.mismatches)),
         (PROMPTS, "Prompts sent to each backend.", report.prompts),
         (DURATION, "Wall time of the check in seconds.", round(report.duration, 3)),
-    )  # fmt: skip
+    )
     return "".join(
         f"# HELP {name} {text}\n# TYPE {name} gauge\n{name}{{{selector}}} {value}\n"
         for name, text, value in series
