@@ -24,7 +24,7 @@ Quantity = Annotated[str, Field(pattern=_QUANTITY)]
 
 class CheckResources(ConfigModel):
     """CPU and memory of the check's container (Kubernetes quantities): it only waits on
-    HTTP, so a tenth of a core and 128Mi suffice."""
+    HTTP, so 100m and 64Mi requests suffice."""
 
     cpu_request: Quantity = Field("100m", description="CPU request.")
     memory_request: Quantity = Field("64Mi", description="Memory request.")

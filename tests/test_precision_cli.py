@@ -25,6 +25,11 @@ NEW_NPU = "registry/inference-service:v1.2.4-npu"
 VERIFIED = "dualstack-inference:verifiedAscendImage"
 
 
+def check(nvidia: str, ascend: str, *flags: str) -> list[str]:
+    """`precision-check --nvidia URL --ascend URL FLAGS...` as a `dualstack` argument list."""
+    return ["precision-check", "--nvidia", nvidia, "--ascend", ascend, *flags]
+
+
 def dualstack(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """The `dualstack` command in a fresh process, as a user types it."""
     return subprocess.run(
@@ -39,23 +44,9 @@ def dualstack(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_precision_check_command_against_two_local_servers(tmp_path):
     with OpenAIServer() as nvidia, OpenAIServer(Behaviour(diverge_after=4)) as ascend:
-        same = dualstack(
-            "precision-check", "--nvidia", nvidia.url, "--ascend", nvidia.url, cwd=tmp_path
-        )
-        differ = dualstack(
-            "precision-check",
-            "--nvidia",
-            nvidia.url,
-            "--ascend",
-            ascend.url,
-            "--mode",
-            "prefix",
-            "--prefix-length",
-            "5",
-            "--prefix-unit",
-            "tokens",
-            cwd=tmp_path,
-        )
+        same = dualstack(*check(nvidia.url, nvidia.url), cwd=tmp_path)
+        prefix = ("--mode", "prefix", "--prefix-length", "5", "--prefix-unit", "tokens")
+        differ = dualstack(*check(nvidia.url, ascend.url, *prefix), cwd=tmp_path)
     assert (same.returncode, same.stderr) == (0, "")
     assert same.stdout.startswith("precision check PASS: 24/24 prompts match in exact mode")
     assert differ.returncode == 1
@@ -66,18 +57,8 @@ def test_precision_check_command_against_two_local_servers(tmp_path):
 def test_precision_check_command_reports_an_unreachable_backend_in_one_line(tmp_path):
     down = refused_url()
     with OpenAIServer() as nvidia:
-        result = dualstack(
-            "precision-check",
-            "--nvidia",
-            nvidia.url,
-            "--ascend",
-            down,
-            "--retries",
-            "1",
-            "--backoff",
-            "0.01",
-            cwd=tmp_path,
-        )
+        flags = ("--retries", "1", "--backoff", "0.01")
+        result = dualstack(*check(nvidia.url, down, *flags), cwd=tmp_path)
     assert result.returncode == 2
     cause = rf"error: ascend {down}/v1/completions: cannot connect \(Connection refused\) "
     assert re.fullmatch(cause + r"\(prompt [a-z0-9-]+, 1 retries\)\n", result.stderr)
@@ -92,21 +73,9 @@ def stack_repo(git_repo: Path) -> Path:
 
 
 def verify(repo: Path, nvidia: str, ascend: str, *flags: str) -> int:
-    return main(
-        [
-            "-C",
-            str(repo),
-            "verify-precision",
-            "--stack",
-            "prod",
-            "--nvidia",
-            nvidia,
-            "--ascend",
-            ascend,
-            *FAST,
-            *flags,
-        ]
-    )
+    """`dualstack -C REPO verify-precision --stack prod ...`; returns the exit code."""
+    command = ["verify-precision", "--stack", "prod", "--nvidia", nvidia, "--ascend", ascend]
+    return main(["-C", str(repo), *command, *FAST, *flags])
 
 
 def test_verify_precision_records_the_image_on_pass_keeping_comments(stack_repo, capsys):
@@ -201,31 +170,18 @@ def scraped(gateway: str, name: str) -> dict[str, float]:
 
 
 def test_push_reaches_a_real_pushgateway_and_replaces_the_previous_result(pushgateway, capsys):
-    push = [
-        "--pushgateway",
-        pushgateway,
-        "--ascend-image",
-        NEW_NPU,
-        "--nvidia-image",
-        "registry/inference-service:v1.2.4-cuda",
-        "--push-label",
-        "namespace=inference",
-    ]
+    push = ("--pushgateway", pushgateway, "--ascend-image", NEW_NPU, *FAST)
+    push += ("--nvidia-image", "registry/inference-service:v1.2.4-cuda")
+    push += ("--push-label", "namespace=inference")
     labels = (
         f'ascend_image="{NEW_NPU}",instance="",job="precision_check",mode="exact",'
         'namespace="inference",nvidia_image="registry/inference-service:v1.2.4-cuda"'
     )
     with OpenAIServer() as nvidia, OpenAIServer(Behaviour(diverge_after=1)) as ascend:
-        assert (
-            main(["precision-check", "--nvidia", nvidia.url, "--ascend", nvidia.url, *FAST, *push])
-            == 0
-        )
+        assert main(check(nvidia.url, nvidia.url, *push)) == 0
         assert scraped(pushgateway, PRECISION_PASSED) == {labels: 1.0}
         assert scraped(pushgateway, "precision_check_match_ratio") == {labels: 1.0}
-        assert (
-            main(["precision-check", "--nvidia", nvidia.url, "--ascend", ascend.url, *FAST, *push])
-            == 1
-        )
+        assert main(check(nvidia.url, ascend.url, *push)) == 1
     assert scraped(pushgateway, PRECISION_PASSED) == {labels: 0.0}
     assert scraped(pushgateway, "precision_check_mismatches") == {labels: 24.0}
     assert scraped(pushgateway, "precision_check_completed") == {labels: 1.0}
@@ -236,21 +192,8 @@ def test_push_reaches_a_real_pushgateway_and_replaces_the_previous_result(pushga
 
 def test_a_failed_check_that_could_not_complete_pushes_passed_0(pushgateway):
     with OpenAIServer() as nvidia:
-        code = main(
-            [
-                "precision-check",
-                "--nvidia",
-                nvidia.url,
-                "--ascend",
-                refused_url(),
-                "--retries",
-                "0",
-                "--pushgateway",
-                pushgateway,
-                "--ascend-image",
-                NEW_NPU,
-            ]
-        )
+        push = ("--retries", "0", "--pushgateway", pushgateway, "--ascend-image", NEW_NPU)
+        code = main(check(nvidia.url, refused_url(), *push))
     assert code == 2
     assert set(scraped(pushgateway, PRECISION_PASSED).values()) == {0.0}
     assert set(scraped(pushgateway, "precision_check_completed").values()) == {0.0}
@@ -259,20 +202,8 @@ def test_a_failed_check_that_could_not_complete_pushes_passed_0(pushgateway):
 def test_an_unreachable_pushgateway_is_exit_2_even_after_a_pass(capsys):
     gateway = refused_url()
     with OpenAIServer() as nvidia:
-        code = main(
-            [
-                "precision-check",
-                "--nvidia",
-                nvidia.url,
-                "--ascend",
-                nvidia.url,
-                *FAST,
-                "--pushgateway",
-                gateway,
-                "--ascend-image",
-                NEW_NPU,
-            ]
-        )
+        push = ("--pushgateway", gateway, "--ascend-image", NEW_NPU, *FAST)
+        code = main(check(nvidia.url, nvidia.url, *push))
     out, err = capsys.readouterr()
     assert code == 2 and out.startswith("precision check PASS")
     assert err.startswith(f"error: push to {gateway}/metrics/job@base64/") and err.count("\n") == 1
