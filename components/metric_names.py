@@ -17,6 +17,17 @@ ASCEND_SHARE = "namespace:inference_requests_ascend:ratio_rate5m"
 """Share of requests actually served by Ascend (0..1): migration progress."""
 PRECISION_PASSED = "precision_check_passed"
 """Pushed by the precision check to the Pushgateway: 1 pass, 0 fail; label `ascend_image`."""
+PRECISION_COMPLETED = "precision_check_completed"
+"""Pushed by the precision check: 1 when both backends answered every prompt, 0 when it could
+not complete (errors, timeouts, deadline); label `ascend_image`."""
+PRECISION_MATCH_RATIO = "precision_check_match_ratio"
+"""Pushed by the precision check: prompts answered alike / all prompts (0..1)."""
+PRECISION_MISMATCHES = "precision_check_mismatches"
+"""Pushed by the precision check: prompts answered differently."""
+PRECISION_PROMPTS = "precision_check_prompts"
+"""Pushed by the precision check: prompts sent to each backend."""
+PRECISION_DURATION = "precision_check_duration_seconds"
+"""Pushed by the precision check: wall time of the check, seconds."""
 
 # Accelerators, per hardware, for the devices assigned to the stack's namespace.
 ACCELERATOR_UTILISATION = "hardware:accelerator_utilization_percent:avg"

@@ -21,6 +21,7 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator, mo
 
 from components.config_model import ConfigModel
 from components.monitoring_settings import MonitoringSettings
+from components.policy_settings import PolicySettings
 from components.precision_settings import PrecisionCheckSettings
 from components.slo_settings import SloSettings
 
@@ -239,6 +240,7 @@ class Settings(ConfigModel):
     slo: SloSettings = Field(default_factory=SloSettings)
     monitoring: MonitoringSettings = Field(default_factory=MonitoringSettings)
     precision_check: PrecisionCheckSettings = Field(default_factory=PrecisionCheckSettings)
+    policy: PolicySettings = Field(default_factory=PolicySettings)
 
     @field_validator("ladder")
     @classmethod

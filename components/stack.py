@@ -10,6 +10,7 @@ import pulumi.runtime.config as pulumi_config
 
 from components.monitoring import UnifiedMonitoring
 from components.node_pools import AcceleratorNodePool
+from components.precision import PrecisionCheck
 from components.settings import HARDWARE, PROJECT, Settings, SettingsError, load_settings
 from components.traffic import TrafficSplit
 from components.workloads import InferenceWorkload
@@ -43,6 +44,12 @@ class DualStackInference(pulumi.ComponentResource):
             settings,
             pulumi.ResourceOptions(parent=self, depends_on=list(self.workloads.values())),
         )
+        if settings.precision_check.enabled:  # calls both direct Services, so after them
+            self.precision = PrecisionCheck(
+                f"{name}-precision",
+                settings,
+                pulumi.ResourceOptions(parent=self, depends_on=list(self.workloads.values())),
+            )
         if settings.monitoring.enabled:
             self.monitoring = UnifiedMonitoring(f"{name}-monitoring", settings, child)
         self.register_outputs({})

@@ -25,8 +25,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "preview",
         help="what a migration step changes, against a git base (offline)",
-        description="Render the stack from the working tree and from BASE's config, then "
-        "print the weight move, the replica move, each object's change and a unified diff.",
+        description="Render the stack from the working tree and from BASE's config, run the "
+        "policy pack over the head (previous weight = BASE's), then print the weight move, the "
+        "replica move, each policy's result, each object's change and a unified diff. Exit 0 "
+        "ok, 1 a mandatory policy is violated, 2 the preview could not be built.",
     )
     parser.add_argument("--stack", default="prod", help="stack name (default: prod)")
     parser.add_argument(
@@ -60,4 +62,10 @@ def run(args: argparse.Namespace) -> int:
         overrides.append(f"ascendWeight={next_step(root, args.stack, overrides)}")
     preview = build_preview(root, args.stack, base, overrides)
     sys.stdout.write(format_preview(preview))
+    violated = sorted({result.policy for result in preview.violations})
+    if violated:
+        print(f"policy check failed: {', '.join(violated)}", file=sys.stderr)
+        for result in preview.violations:
+            print(f"  {result.policy}: {result.message}", file=sys.stderr)
+        return 1
     return 0
