@@ -4,7 +4,8 @@ Resource URNs follow Pulumi's scheme `urn:pulumi:<stack>::<project>::<parent typ
 $>$<type>::<name>` (pulumi.com/docs/concepts/resources/names/#urns). The chain and names here
 mirror `components/stack.py` (top component `inference`), `components/traffic.py`
 (`<name>-traffic`, `<name>-virtual-service`) and `components/workloads.py` (`<name>-<hw>`,
-`<name>-deployment`); tests check them against a render.
+`<name>-deployment`) and `components/monitoring.py` (`<name>-monitoring`, `<name>-rules`);
+tests check them against a render.
 
 A `kubectl patch` of the VirtualService acts at once but is overwritten by the next GitOps
 apply unless the same change lands in git (REFERENCE.md: the seed article's error).
@@ -22,6 +23,7 @@ from components.workloads import replicas_for
 TOP = ("dualstack:index:DualStackInference", "inference")
 TRAFFIC_TYPE = "dualstack:index:TrafficSplit"
 WORKLOAD_TYPE = "dualstack:index:InferenceWorkload"
+MONITORING_TYPE = "dualstack:index:UnifiedMonitoring"
 
 
 def urn(stack: str, types: tuple[str, ...], name: str) -> str:
@@ -43,13 +45,24 @@ def deployment_urn(stack: str, hardware: Hardware) -> str:
     return urn(stack, types, f"{top}-{hardware}-deployment")
 
 
+def prometheus_rule_urn(stack: str) -> str:
+    """URN of the monitoring PrometheusRule (it records the configured weight)."""
+    top_type, top = TOP
+    types = (top_type, MONITORING_TYPE, "kubernetes:monitoring.coreos.com/v1:PrometheusRule")
+    return urn(stack, types, f"{top}-monitoring-rules")
+
+
 def targeted_up(before: Settings, after: Settings, stack: str) -> str:
     """`pulumi up --stack S --target <VirtualService>`; NVIDIA's Deployment is targeted too
     when the rollback needs more NVIDIA pods (leaving 100%), so capacity comes first: the
-    VirtualService depends on the workloads, and Pulumi waits for the rollout."""
+    VirtualService depends on the workloads, and Pulumi waits for the rollout. With monitoring
+    on, the PrometheusRule follows, so its recorded weight matches the routes (else the
+    AscendNoTraffic alert fires on the old weight)."""
     targets = [virtual_service_urn(after, stack)]
     if replicas_for(after, "nvidia") > replicas_for(before, "nvidia"):
         targets.insert(0, deployment_urn(stack, "nvidia"))
+    if after.monitoring.enabled:
+        targets.append(prometheus_rule_urn(stack))
     flags = " ".join(f"--target {shlex.quote(t)}" for t in targets)
     return f"pulumi up --stack {shlex.quote(stack)} {flags}"
 

@@ -11,12 +11,14 @@ import yaml
 
 from components.settings import load_settings
 from dualstack.emergency import (
+    MONITORING_TYPE,
     TOP,
     TRAFFIC_TYPE,
     WORKLOAD_TYPE,
     break_glass_patch,
     deployment_urn,
     instructions,
+    prometheus_rule_urn,
     targeted_up,
     virtual_service_urn,
     weight_patch,
@@ -34,13 +36,18 @@ def test_urns_name_resources_the_program_registers(run_stack, api_version):
     config = cfg(ascendWeight="20", istio=json.dumps({"apiVersion": api_version}))
     resources = registered(run_stack, config)
     settings = load_settings(config)
-    for urn in (virtual_service_urn(settings, "prod"), deployment_urn("prod", "nvidia")):
+    urns = (
+        virtual_service_urn(settings, "prod"),
+        deployment_urn("prod", "nvidia"),
+        prometheus_rule_urn("prod"),
+    )
+    for urn in urns:
         stack, project, types, name = urn.removeprefix("urn:pulumi:").split("::")
         assert (stack, project) == ("prod", "dualstack-inference")
         chain = types.split("$")
         assert (chain[-1], name) in resources  # the resource itself
         assert chain[0] == TOP[0] and (TOP[0], TOP[1]) in resources
-        assert chain[1] in (TRAFFIC_TYPE, WORKLOAD_TYPE)
+        assert chain[1] in (TRAFFIC_TYPE, WORKLOAD_TYPE, MONITORING_TYPE)
     parents = {name for type_, name in resources if type_ in (TRAFFIC_TYPE, WORKLOAD_TYPE)}
     assert {"inference-traffic", "inference-nvidia"} <= parents
 
@@ -50,8 +57,12 @@ def test_targeted_up_adds_nvidia_only_when_it_must_grow():
     at_50 = load_settings(cfg(ascendWeight="50"))
     at_0 = load_settings(cfg(ascendWeight="0"))
     assert "--target" in targeted_up(at_50, at_0, "prod")
-    assert targeted_up(at_50, at_0, "prod").count("--target") == 1
-    assert targeted_up(at_100, at_0, "prod").count("--target") == 2
+    # the VirtualService, then the PrometheusRule recording the weight
+    assert targeted_up(at_50, at_0, "prod").count("--target") == 2
+    assert targeted_up(at_100, at_0, "prod").count("--target") == 3
+    assert targeted_up(at_50, at_0, "prod").endswith("PrometheusRule::inference-monitoring-rules'")
+    no_monitoring = load_settings(cfg(ascendWeight="0", monitoring={"enabled": False}))
+    assert targeted_up(at_50, no_monitoring, "prod").count("--target") == 1
     steps = instructions(at_100, at_0, "prod")
     assert any("rollout status deployment inference-blue" in line for line in steps)
 

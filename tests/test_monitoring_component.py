@@ -23,8 +23,8 @@ RULE = "inference-service-dualstack"
 BOARD = "inference-service-dualstack-dashboard"
 
 
-def kinds(objects):
-    return [o["kind"] for o in objects]
+def names(objects):
+    return {(o["kind"], o["metadata"]["name"]) for o in objects}
 
 
 def test_stack_renders_the_rule_and_the_dashboard(render_objects) -> None:
@@ -72,10 +72,12 @@ def test_rule_labels_folder_and_dashboard_namespace(render_objects) -> None:
 
 
 def test_switches(render_objects) -> None:
+    ours = {("PrometheusRule", RULE), ("ConfigMap", BOARD)}
+    assert ours <= names(render_objects(cfg(ascendWeight="5")))
     off = render_objects(cfg(ascendWeight="5", monitoring={"enabled": False}))
-    assert not {"PrometheusRule", "ConfigMap"} & set(kinds(off))
+    assert not ours & names(off)
     no_board = render_objects(cfg(ascendWeight="5", monitoring={"dashboard": {"enabled": False}}))
-    assert "PrometheusRule" in kinds(no_board) and "ConfigMap" not in kinds(no_board)
+    assert ours & names(no_board) == {("PrometheusRule", RULE)}
 
 
 def test_schemas_catch_a_misspelt_rule_and_config_map(render_objects) -> None:
