@@ -131,8 +131,8 @@ def no_traffic_alert(settings: Settings, stack: str) -> Rule:
         "{{ $value | humanizePercentage }}: " + f"{sop_rollback(stack)}.",
         "Check that the DestinationRule subset `ascend` selects ready pods "
         "(istioctl analyze IST0101/IST0173) and that the VirtualService was applied. After a "
-        "rollback applied with `--target` on the VirtualService only, apply the whole stack so "
-        "this rule's configured weight follows.",
+        "break-glass `kubectl patch` of the VirtualService, apply the rollback commit so this "
+        "rule's configured weight follows.",
     )
 
 
