@@ -17,6 +17,7 @@ from dualstack import __version__
 COMMANDS = (
     "render",
     "preview",
+    "ci",
 )
 """Modules of `dualstack.commands`; each has `register(subparsers)` setting `func`."""
 
