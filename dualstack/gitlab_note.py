@@ -79,14 +79,19 @@ def find_note(notes: Any, marker: str = MARKER) -> int | None:
     return max(ids, default=None)
 
 
-def upsert_note(mr: MergeRequest, body: str) -> tuple[str, int]:
-    """Edit the report note of the merge request, or create it. Returns ("updated" or
-    "created", note id). Raises GitLabNoteError on any API failure."""
+def upsert_note(mr: MergeRequest, body: str, create: bool = True) -> tuple[str, int | None]:
+    """Edit the report note of the merge request, or create it (unless `create` is False).
+
+    Returns ("updated" | "created" | "none", note id or None). Raises GitLabNoteError on
+    any API failure.
+    """
     notes = _call("GET", mr.notes_url() + "?sort=desc&order_by=updated_at&per_page=100", mr.token)
     note_id = find_note(notes)
     if note_id is not None:
         _call("PUT", mr.notes_url(note_id), mr.token, {"body": body})
         return "updated", note_id
+    if not create:
+        return "none", None
     created = _call("POST", mr.notes_url(), mr.token, {"body": body})
     if not isinstance(created, dict) or not isinstance(created.get("id"), int):
         raise GitLabNoteError("POST note: the answer carries no note id")

@@ -69,6 +69,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         f"{GITLAB_TOKEN_VARIABLE}; skips (exit 0) when the token is not set.",
     )
     note.add_argument("file", type=Path, help="the Markdown report")
+    note.add_argument(
+        "--update-only",
+        action="store_true",
+        help="update an earlier report note but create none (no stack changed any more)",
+    )
     note.set_defaults(func=run_gitlab_note)
 
     urn = steps.add_parser(
@@ -146,7 +151,7 @@ def run_gitlab_note(args: argparse.Namespace) -> int:
     )
 
     def step(_args: argparse.Namespace) -> int:
-        action, note_id = upsert_note(mr, body)
+        action, note_id = upsert_note(mr, body, create=not args.update_only)
         print(f"gitlab-note: {action} note {note_id}", file=sys.stderr)
         return 0
 
