@@ -75,7 +75,7 @@ def handler_for(fake: FakeGitLab) -> type[BaseHTTPRequestHandler]:
 def gitlab() -> Iterator[tuple[FakeGitLab, str]]:
     fake = FakeGitLab()
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler_for(fake))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield fake, f"http://127.0.0.1:{server.server_address[1]}/api/v4"
