@@ -29,7 +29,7 @@ TIMEOUT_SECONDS = 120
 
 def load_yaml(path: Path) -> dict[str, Any]:
     """A pipeline file as plain data; GitHub's `on:` key stays the string "on"."""
-    data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506
+    data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
     if not isinstance(data, dict):
         raise ValueError(f"{path}: not a mapping")
     return data
@@ -43,9 +43,7 @@ _Loader.yaml_implicit_resolvers = {
     key: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
     for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|false)$"), list("tf")
-)
+_Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|false)$"), list("tf"))
 
 # ---------------------------------------------------------------- GitHub expressions
 
@@ -104,7 +102,7 @@ def github_eval(expr: str, ctx: Mapping[str, Any], failed: bool = False) -> Any:
         "_fn_always": lambda: True,
         "_fn_cancelled": lambda: False,
     }
-    return eval("".join(out), {"__builtins__": {}}, names)  # noqa: S307
+    return eval("".join(out), {"__builtins__": {}}, names)
 
 
 def github_if(condition: Any, ctx: Mapping[str, Any], failed: bool) -> bool:
@@ -243,7 +241,7 @@ def gitlab_eval(expr: str, variables: Mapping[str, str]) -> bool:
         else:
             out.append({"&&": " and ", "||": " or "}.get(match["op"], match["op"]))
     source = "".join(out)
-    value = eval(source, {"__builtins__": {}}, {"_v": variables.get})  # noqa: S307
+    value = eval(source, {"__builtins__": {}}, {"_v": variables.get})
     return bool(value)
 
 
@@ -270,9 +268,7 @@ def _deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
 
 def expand(value: str, variables: Mapping[str, str]) -> str:
     """GitLab's expansion of `$VAR` / `${VAR}` in a variable's value (unset: empty)."""
-    return re.sub(
-        r"\$(?:\{(\w+)\}|(\w+))", lambda m: variables.get(m[1] or m[2], ""), str(value)
-    )
+    return re.sub(r"\$(?:\{(\w+)\}|(\w+))", lambda m: variables.get(m[1] or m[2], ""), str(value))
 
 
 def gitlab_variables(

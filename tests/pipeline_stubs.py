@@ -39,11 +39,13 @@ if argv[0] == "preview":
     sys.exit(rc(f"PREVIEW_RC_{stack}"))
 if argv[0] == "policy-config":
     previous = opt("--previous-weight")
-    config = {"no-unsafe-weight-jump": {} if previous is None else {"previousWeight": int(previous)}}
+    rule = {} if previous is None else {"previousWeight": int(previous)}
+    config = {"no-unsafe-weight-jump": rule}
     pathlib.Path(opt("--output")).write_text(json.dumps(config))
     sys.exit(0)
 if argv[0] == "gate":
-    pathlib.Path(opt("--markdown")).write_text("| criterion | result |\\n|---|---|\\n| p99 | PASS |\\n")
+    table = "| criterion | result |\\n|---|---|\\n| p99 | PASS |\\n"
+    pathlib.Path(opt("--markdown")).write_text(table)
     print("gate: PASS" if not rc("GATE_RC") else "gate: FAIL")
     sys.exit(rc("GATE_RC"))
 if argv[0] == "rollback":
@@ -87,8 +89,12 @@ log(os.path.basename(sys.argv[0]))
 def install_stubs(bin_dir: Path) -> None:
     """Write the stubs into `bin_dir` (to be put first on PATH)."""
     bin_dir.mkdir(parents=True, exist_ok=True)
-    for name, body in {"dualstack": DUALSTACK, "pulumi": PULUMI, "gh": LOG_ONLY,
-                       "curl": LOG_ONLY}.items():
+    for name, body in {
+        "dualstack": DUALSTACK,
+        "pulumi": PULUMI,
+        "gh": LOG_ONLY,
+        "curl": LOG_ONLY,
+    }.items():
         path = bin_dir / name
         path.write_text(COMMON + body, encoding="utf-8")
         path.chmod(0o755)

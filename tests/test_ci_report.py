@@ -137,5 +137,7 @@ def test_cli_writes_report_and_exits_with_verdict(tmp_path: Path, capsys) -> Non
     assert out.read_text(encoding="utf-8").startswith(MARKER)
     log = capsys.readouterr().out
     assert "| `prod` | ❌ failed (exit 1) |" in log
-    assert main(["ci", "report", "--dir", str(reports), "--stacks", "staging", "--output",
-                 str(out)]) == 0
+    assert (
+        main(["ci", "report", "--dir", str(reports), "--stacks", "staging", "--output", str(out)])
+        == 0
+    )

@@ -124,13 +124,17 @@ def test_unreachable_gitlab_is_an_error() -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
     port = server.server_address[1]
     server.server_close()
-    with pytest.raises(GitLabNoteError, match="GET http://127.0.0.1"):
+    with pytest.raises(GitLabNoteError, match=r"GET http://127\.0\.0\.1"):
         upsert_note(mr(f"http://127.0.0.1:{port}/api/v4"), "x")
 
 
 def test_find_note_takes_the_newest_marked_note() -> None:
-    notes = [{"id": 3, "body": f"{MARKER}\nold"}, {"id": 9, "body": f"{MARKER}\nnew"},
-             {"id": 12, "body": f"quoted: {MARKER}"}, {"id": "x", "body": MARKER}]
+    notes = [
+        {"id": 3, "body": f"{MARKER}\nold"},
+        {"id": 9, "body": f"{MARKER}\nnew"},
+        {"id": 12, "body": f"quoted: {MARKER}"},
+        {"id": "x", "body": MARKER},
+    ]
     assert find_note(notes) == 9
     with pytest.raises(GitLabNoteError, match="expected a list"):
         find_note({"message": "403 Forbidden"})
@@ -140,8 +144,12 @@ def test_cli_posts_with_ci_variables(gitlab, tmp_path: Path, monkeypatch, capsys
     fake, api = gitlab
     report = tmp_path / "report.md"
     report.write_text(f"{MARKER}\nreport\n", encoding="utf-8")
-    for key, value in {"CI_API_V4_URL": api, "CI_PROJECT_ID": "group/gitops",
-                       "CI_MERGE_REQUEST_IID": "7", "GITLAB_API_TOKEN": TOKEN}.items():
+    for key, value in {
+        "CI_API_V4_URL": api,
+        "CI_PROJECT_ID": "group/gitops",
+        "CI_MERGE_REQUEST_IID": "7",
+        "GITLAB_API_TOKEN": TOKEN,
+    }.items():
         monkeypatch.setenv(key, value)
     assert main(["ci", "gitlab-note", str(report)]) == 0
     assert fake.notes == [{"id": 100, "body": f"{MARKER}\nreport\n"}]

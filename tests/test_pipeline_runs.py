@@ -18,10 +18,10 @@ from tests.conftest import git
 from tests.pipeline_harness import (
     GITLAB_CI,
     WORKFLOWS,
+    github_if,
     gitlab_job,
     gitlab_rule,
     gitlab_variables,
-    github_if,
     load_yaml,
     run_github_job,
     run_gitlab_job,
@@ -104,12 +104,36 @@ def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict) -> No
     assert calls(gitops["log"]) == [
         ["dualstack", "preview", "--stack", "prod", "--base", "origin/main"],
         ["pulumi", "stack", "output", "ascendWeight", "--stack", "prod"],
-        ["dualstack", "policy-config", "--stack", "prod", "--previous-weight", "5",
-         "--output", cfg],
-        ["pulumi", "preview", "--stack", "prod", "--policy-pack", "policies",
-         "--policy-pack-config", cfg],
-        ["dualstack", "gate", "--stack", "prod", "--prometheus", PROMETHEUS,
-         "--markdown", "reports/prod/gate.md"],
+        [
+            "dualstack",
+            "policy-config",
+            "--stack",
+            "prod",
+            "--previous-weight",
+            "5",
+            "--output",
+            cfg,
+        ],
+        [
+            "pulumi",
+            "preview",
+            "--stack",
+            "prod",
+            "--policy-pack",
+            "policies",
+            "--policy-pack-config",
+            cfg,
+        ],
+        [
+            "dualstack",
+            "gate",
+            "--stack",
+            "prod",
+            "--prometheus",
+            PROMETHEUS,
+            "--markdown",
+            "reports/prod/gate.md",
+        ],
     ]
     assert (gitops["repo"] / cfg).read_text() == '{"no-unsafe-weight-jump": {"previousWeight": 5}}'
     assert "✅ passed" in report
@@ -145,8 +169,9 @@ def test_mandatory_violation_fails_the_check_but_still_reports(platform: str, gi
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_failing_online_preview_fails_the_check(platform: str, gitops: dict) -> None:
     pr_branch(gitops["repo"], prod=80)
-    passed, report, _ = run_pr(platform, gitops, TOKEN, DEPLOYED_prod="5",
-                               PULUMI_PREVIEW_RC_prod="255")
+    passed, report, _ = run_pr(
+        platform, gitops, TOKEN, DEPLOYED_prod="5", PULUMI_PREVIEW_RC_prod="255"
+    )
     assert not passed
     assert "❌ failed (exit 255)" in report
 
@@ -156,8 +181,14 @@ def test_first_deploy_has_no_previous_weight(platform: str, gitops: dict) -> Non
     pr_branch(gitops["repo"], prod=20)
     passed, _, _ = run_pr(platform, gitops, TOKEN)
     assert passed
-    assert ["dualstack", "policy-config", "--stack", "prod", "--output",
-            "reports/prod/policy-config.json"] in calls(gitops["log"])
+    assert [
+        "dualstack",
+        "policy-config",
+        "--stack",
+        "prod",
+        "--output",
+        "reports/prod/policy-config.json",
+    ] in calls(gitops["log"])
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
@@ -201,8 +232,14 @@ def run_up_github(gitops: dict, before: str, token: str, ref: str = "refs/heads/
 
     results = []
     for stack in json.loads(outputs["stacks"]):
-        runs, _ = run_github_job(workflow, "up", {**contexts, "matrix": {"stack": stack}},
-                                 gitops["repo"], base, skip_steps=("Install",))
+        runs, _ = run_github_job(
+            workflow,
+            "up",
+            {**contexts, "matrix": {"stack": stack}},
+            gitops["repo"],
+            base,
+            skip_steps=("Install",),
+        )
         results.append((stack, all(r.rc == 0 for r in runs if r.ran)))
         if not results[-1][1]:
             break
@@ -212,9 +249,14 @@ def run_up_github(gitops: dict, before: str, token: str, ref: str = "refs/heads/
 def run_up_gitlab(gitops: dict, before: str, token: str, branch: str = "main", **env):
     """The GitLab deploy stages in order; a failed job stops the later stages."""
     config = load_yaml(GITLAB_CI)
-    ci = {"CI_PIPELINE_SOURCE": "push", "CI_COMMIT_BRANCH": branch, "CI_DEFAULT_BRANCH": "main",
-          "CI_COMMIT_BEFORE_SHA": before, "CI_PROJECT_DIR": str(gitops["repo"]),
-          "PULUMI_ACCESS_TOKEN": token}
+    ci = {
+        "CI_PIPELINE_SOURCE": "push",
+        "CI_COMMIT_BRANCH": branch,
+        "CI_DEFAULT_BRANCH": "main",
+        "CI_COMMIT_BEFORE_SHA": before,
+        "CI_PROJECT_DIR": str(gitops["repo"]),
+        "PULUMI_ACCESS_TOKEN": token,
+    }
     jobs = [name for name in config if name.startswith("up:")]
     jobs.sort(key=lambda name: config["stages"].index(gitlab_job(config, name)["stage"]))
     results = []
@@ -253,8 +295,16 @@ def test_merge_ups_changed_stacks_staging_first(platform: str, gitops: dict) -> 
         ["pulumi", "up", "--yes", "--stack", "staging", *UP],
         ["pulumi", "up", "--yes", "--stack", "prod", *UP],
     ]
-    assert ["dualstack", "policy-config", "--stack", "prod", "--previous-weight", "5",
-            "--output", "policy-config.json"] in calls(gitops["log"])
+    assert [
+        "dualstack",
+        "policy-config",
+        "--stack",
+        "prod",
+        "--previous-weight",
+        "5",
+        "--output",
+        "policy-config.json",
+    ] in calls(gitops["log"])
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
@@ -317,8 +367,11 @@ def test_github_emergency_rollback_applies_then_opens_the_pr(gitops: dict) -> No
     repo = gitops["repo"]
     workflow = load_yaml(WORKFLOWS / "emergency-rollback.yml")
     contexts = {
-        "github": {"ref": "refs/heads/main", "token": "ghs-test",
-                   "event": {"repository": {"default_branch": "main"}}},
+        "github": {
+            "ref": "refs/heads/main",
+            "token": "ghs-test",
+            "event": {"repository": {"default_branch": "main"}},
+        },
         "inputs": {"stack": "prod", "to": "", "reason": "p99 doubled on Ascend"},
         "secrets": {"PULUMI_ACCESS_TOKEN": TOKEN},
     }
@@ -326,12 +379,22 @@ def test_github_emergency_rollback_applies_then_opens_the_pr(gitops: dict) -> No
     runs, _ = run_github_job(workflow, "rollback", contexts, repo, env)
     assert all(run.rc == 0 for run in runs if run.ran), [r for r in runs if r.rc]
     log = calls(gitops["log"], ("dualstack", "pulumi", "gh"))
-    urn = ("urn:pulumi:prod::dualstack-inference::kubernetes:networking.istio.io/v1:"
-           "VirtualService::inference-traffic-virtual-service")
+    urn = (
+        "urn:pulumi:prod::dualstack-inference::kubernetes:networking.istio.io/v1:"
+        "VirtualService::inference-traffic-virtual-service"
+    )
     assert log[0] == ["dualstack", "rollback", "--stack", "prod"]
     assert log[1] == ["pulumi", "stack", "export", "--stack", "prod"]
-    assert log[2] == ["pulumi", "up", "--yes", "--stack", "prod", "--target", urn,
-                      "--target-dependents"]
+    assert log[2] == [
+        "pulumi",
+        "up",
+        "--yes",
+        "--stack",
+        "prod",
+        "--target",
+        urn,
+        "--target-dependents",
+    ]
     assert log[3][:3] == ["gh", "pr", "create"]
     pushed = git(gitops["origin"], "show", "rollback/prod-4242:Pulumi.prod.yaml")
     assert 'ascendWeight: "0"' in pushed
@@ -341,7 +404,9 @@ def test_github_emergency_rollback_applies_then_opens_the_pr(gitops: dict) -> No
 
 def test_github_emergency_rollback_only_from_the_default_branch() -> None:
     job = load_yaml(WORKFLOWS / "emergency-rollback.yml")["jobs"]["rollback"]
-    feature = {"github": {"ref": "refs/heads/x", "event": {"repository": {"default_branch": "main"}}}}
+    feature = {
+        "github": {"ref": "refs/heads/x", "event": {"repository": {"default_branch": "main"}}}
+    }
     assert not github_if(job["if"], feature, False)
 
 
@@ -349,9 +414,14 @@ def test_gitlab_emergency_rollback_without_git_token_fails_loudly(gitops: dict) 
     """The cluster is rolled back; not recording it in git must fail the job, not pass."""
     set_weight(gitops["repo"], "prod", 50)
     config = load_yaml(GITLAB_CI)
-    ci = {"CI_PIPELINE_SOURCE": "web", "CI_COMMIT_BRANCH": "main", "CI_DEFAULT_BRANCH": "main",
-          "CI_PROJECT_DIR": str(gitops["repo"]), "PULUMI_ACCESS_TOKEN": TOKEN,
-          "ROLLBACK_TO": "5"}
+    ci = {
+        "CI_PIPELINE_SOURCE": "web",
+        "CI_COMMIT_BRANCH": "main",
+        "CI_DEFAULT_BRANCH": "main",
+        "CI_PROJECT_DIR": str(gitops["repo"]),
+        "PULUMI_ACCESS_TOKEN": TOKEN,
+        "ROLLBACK_TO": "5",
+    }
     job = gitlab_job(config, "rollback:prod")
     assert gitlab_rule(job, gitlab_variables(config, job, ci)) == "manual"
     done = run_gitlab_job(config, "rollback:prod", ci, gitops["repo"], gitops["env"])
@@ -360,6 +430,5 @@ def test_gitlab_emergency_rollback_without_git_token_fails_loudly(gitops: dict) 
     assert '+  dualstack-inference:ascendWeight: "5"' in done.stdout  # the diff to commit
     log = calls(gitops["log"])
     assert log[0] == ["dualstack", "rollback", "--stack", "prod", "--to", "5"]
-    assert log[-1][:7] == ["pulumi", "up", "--yes", "--stack", "prod", "--target",
-                           log[-1][6]]
+    assert log[-1][:7] == ["pulumi", "up", "--yes", "--stack", "prod", "--target", log[-1][6]]
     assert log[-1][-1] == "--target-dependents"

@@ -28,8 +28,10 @@ def res(urn: str, type_: str, **extra) -> dict:
 STACK_EXPORT = export(
     res("urn:pulumi:prod::dualstack-inference::pulumi:pulumi:Stack::x", "pulumi:pulumi:Stack"),
     res(VS_URN, "kubernetes:networking.istio.io/v1:VirtualService"),
-    res("urn:pulumi:prod::p::kubernetes:networking.istio.io/v1:DestinationRule::dr",
-        "kubernetes:networking.istio.io/v1:DestinationRule"),
+    res(
+        "urn:pulumi:prod::p::kubernetes:networking.istio.io/v1:DestinationRule::dr",
+        "kubernetes:networking.istio.io/v1:DestinationRule",
+    ),
 )
 
 
@@ -38,8 +40,11 @@ def test_finds_the_virtual_service_urn() -> None:
 
 
 def test_pending_deletion_of_the_old_api_version_is_ignored() -> None:
-    old = res(VS_URN.replace("/v1:", "/v1beta1:"),
-              "kubernetes:networking.istio.io/v1beta1:VirtualService", delete=True)
+    old = res(
+        VS_URN.replace("/v1:", "/v1beta1:"),
+        "kubernetes:networking.istio.io/v1beta1:VirtualService",
+        delete=True,
+    )
     doc = export(*STACK_EXPORT["deployment"]["resources"], old)
     assert kubernetes_urn(doc, "VirtualService") == VS_URN
 
@@ -48,9 +53,13 @@ def test_pending_deletion_of_the_old_api_version_is_ignored() -> None:
     ("doc", "message"),
     [
         (export(), "no VirtualService in the stack's state"),
-        (export(res("a", "kubernetes:networking.istio.io/v1:VirtualService"),
-                res("b", "kubernetes:networking.istio.io/v1beta1:VirtualService")),
-         "2 resources of kind VirtualService: a, b"),
+        (
+            export(
+                res("a", "kubernetes:networking.istio.io/v1:VirtualService"),
+                res("b", "kubernetes:networking.istio.io/v1beta1:VirtualService"),
+            ),
+            "2 resources of kind VirtualService: a, b",
+        ),
         ({"version": 3}, "not a `pulumi stack export` document"),
         ([], "not a `pulumi stack export` document"),
     ],
