@@ -330,6 +330,7 @@ def test_gitlab_rollback_is_manual_and_targeted() -> None:
                 "allow_failure": True,
             }
         ]
+        assert job["needs"] == []  # not held back by a failed stage of its pipeline
         text = script(job)
         assert 'dualstack rollback --stack "$STACK"' in text
         assert 'pulumi up --yes --stack "$STACK" --target "$urn" --target-dependents' in text
