@@ -10,6 +10,10 @@ from components.settings import Hardware, Settings
 POOL_LABEL = "pool"
 """Node label and taint key that pins a pod to its accelerator pool."""
 
+VERIFIED_IMAGE_ANNOTATION = "dualstack.io/verified-ascend-image"
+"""Annotation of the Ascend Deployment: the image whose precision check passed (stack config
+`verifiedAscendImage`). The policy pack reads it to allow a weight increase."""
+
 
 def pod_labels(settings: Settings, hardware: Hardware) -> dict[str, str]:
     """Labels of the pods of one backend: {app, version, hardware}."""

@@ -21,6 +21,7 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator, mo
 
 from components.config_model import ConfigModel
 from components.monitoring_settings import MonitoringSettings
+from components.policy_settings import PolicySettings
 from components.precision_settings import PrecisionCheckSettings
 from components.slo_settings import SloSettings
 
@@ -239,14 +240,13 @@ class Settings(ConfigModel):
     slo: SloSettings = Field(default_factory=SloSettings)
     monitoring: MonitoringSettings = Field(default_factory=MonitoringSettings)
     precision_check: PrecisionCheckSettings = Field(default_factory=PrecisionCheckSettings)
+    policy: PolicySettings = Field(default_factory=PolicySettings)
 
     @field_validator("ladder")
     @classmethod
     def _ladder_shape(cls, ladder: tuple[int, ...]) -> tuple[int, ...]:
         if list(ladder) != sorted(set(ladder)) or ladder[:1] != (0,) or ladder[-1:] != (100,):
-            raise ValueError(
-                "must rise strictly from 0 to 100, e.g. [0, 5, 20, 50, 80, 100]"
-            )
+            raise ValueError("must rise strictly from 0 to 100, e.g. [0, 5, 20, 50, 80, 100]")
         return ladder
 
     @field_validator("ascend_weight")

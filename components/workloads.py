@@ -14,6 +14,7 @@ import pulumi_kubernetes as k8s
 from components.capacity import ascend_replicas, nvidia_replicas
 from components.naming import (
     POOL_LABEL,
+    VERIFIED_IMAGE_ANNOTATION,
     direct_service_name,
     pod_labels,
     pool_toleration,
@@ -129,13 +130,22 @@ def deployment_spec(settings: Settings, hardware: Hardware) -> dict[str, Any]:
     }
 
 
+def deployment_annotations(settings: Settings, hardware: Hardware) -> dict[str, str]:
+    """Annotations of a backend's Deployment: the Ascend one records the precision-verified
+    image (`dualstack.io/verified-ascend-image`) so the policy pack sees it; {} otherwise.
+
+    Deployment metadata, not the pod template: changing it restarts no pod.
+    """
+    if hardware == "ascend" and settings.verified_ascend_image:
+        return {VERIFIED_IMAGE_ANNOTATION: settings.verified_ascend_image}
+    return {}
+
+
 def direct_service_spec(settings: Settings, hardware: Hardware) -> dict[str, Any]:
     """Service selecting one backend's pods only (the precision check calls these)."""
     return {
         "selector": subset_labels(settings, hardware),
-        "ports": [
-            {"name": PORT_NAME, "port": settings.service.port, "targetPort": PORT_NAME}
-        ],
+        "ports": [{"name": PORT_NAME, "port": settings.service.port, "targetPort": PORT_NAME}],
     }
 
 
@@ -162,9 +172,12 @@ class InferenceWorkload(pulumi.ComponentResource):
         def meta(object_name: str) -> dict[str, Any]:
             return {"name": object_name, "namespace": settings.namespace, "labels": labels}
 
+        deployment_meta = meta(hw.deployment_name)
+        if annotations := deployment_annotations(settings, hardware):
+            deployment_meta["annotations"] = annotations
         deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",
-            metadata=meta(hw.deployment_name),
+            metadata=deployment_meta,
             spec=deployment_spec(settings, hardware),
             opts=child,
         )

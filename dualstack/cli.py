@@ -17,6 +17,11 @@ from dualstack import __version__
 COMMANDS = (
     "render",
     "preview",
+    "status",
+    "gate",
+    "promote",
+    "rollback",
+    "policy_config",
     "ci",
 )
 """Modules of `dualstack.commands`; each has `register(subparsers)` setting `func`."""
@@ -43,12 +48,25 @@ def build_parser() -> argparse.ArgumentParser:
 def expected_errors() -> tuple[type[BaseException], ...]:
     """Errors that mean bad input or an unreachable dependency: one line, exit 2."""
     from components.settings import SettingsError
+    from dualstack.gitops import GitError
+    from dualstack.policy_config import StackOutputError
     from dualstack.project import UsageError
+    from dualstack.prometheus import PrometheusUnavailable
     from dualstack.render import RenderError
     from dualstack.stackfile import StackFileError
     from dualstack.validate import SchemaError
 
-    return (SettingsError, StackFileError, RenderError, SchemaError, UsageError, OSError)
+    return (
+        SettingsError,
+        StackFileError,
+        RenderError,
+        SchemaError,
+        UsageError,
+        GitError,
+        PrometheusUnavailable,
+        StackOutputError,
+        OSError,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

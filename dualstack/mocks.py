@@ -36,9 +36,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
         if args.typ == "pulumi:pulumi:StackReference":
             return args.name, {"outputs": self.stack_outputs.get(args.name, {})}
-        self.resources.append(
-            Registered(args.typ, args.name, dict(args.inputs), bool(args.custom))
-        )
+        self.resources.append(Registered(args.typ, args.name, dict(args.inputs), bool(args.custom)))
         return f"{args.name}-id", dict(args.inputs)
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list | None]:

@@ -1,8 +1,10 @@
 """The reviewer's offline preview: head against base, object by object, line by line.
 
 `build_preview()` renders the stack from the working tree's config and, when a base ref is
-given, from the config at that ref (both with the current code), and reports the weight move,
-the replica move, each object's change and a unified diff.
+given, from the config at that ref (both with the current code), runs the policy pack over the
+head's objects (previous weight = the base's weight; none without a base, i.e. a first deploy)
+and reports the weight move, the replica move, each policy's result, each object's change and
+a unified diff.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from components.settings import HARDWARE, Settings, SettingsError
 from components.workloads import replicas_for
 from dualstack.diff import ObjectChange, object_changes, unified_diff
 from dualstack.gitref import describe
+from dualstack.policy_config import pack_config
+from dualstack.policy_run import PolicyResult, blocking, report_lines, run_policies
 from dualstack.project import load_stack_config
 from dualstack.render import render, sort_key
 from dualstack.stackfile import read_config_at
@@ -41,11 +45,24 @@ class Preview:
     base_note: str | None = None
     changes: list[ObjectChange] = field(default_factory=list)
     diff: str = ""
+    policy_results: list[PolicyResult] = field(default_factory=list)
+    """The policy pack's results over the head (see `dualstack.policy_run`)."""
 
     @property
     def previous_weight(self) -> int | None:
         """The Ascend weight at the base, or None without a base (first deploy)."""
         return self.base.settings.ascend_weight if self.base else None
+
+    @property
+    def violations(self) -> list[PolicyResult]:
+        """The mandatory policy violations: `dualstack preview` exits 1 when there are any."""
+        return blocking(self.policy_results)
+
+
+def check_policies(head: Side, previous_weight: int | None, stack: str) -> list[PolicyResult]:
+    """Run the policy pack over the head's objects with the config `dualstack policy-config`
+    would write for `previous_weight` (None: judged as a first deploy)."""
+    return run_policies(head.objects, pack_config(head.settings, previous_weight), stack)
 
 
 def build_preview(
@@ -59,17 +76,24 @@ def build_preview(
     head_settings, head_objects = render(load_stack_config(root, stack, overrides), stack)
     validate_objects(head_objects)
     head = Side(head_settings, head_objects)
+
+    def without_base(label: str | None, why: str) -> Preview:
+        note = f"{why}; policies judge a first deploy"
+        return Preview(
+            stack, head, None, label, note, policy_results=check_policies(head, None, stack)
+        )
+
     if base_ref is None:
-        return Preview(stack, head, None, None, "no base ref: nothing to compare against")
+        return without_base(None, "no base ref: nothing to compare against")
     label = describe(root, base_ref)
     base_config = read_config_at(root, stack, base_ref)
     if base_config is None:
-        return Preview(stack, head, None, label, f"Pulumi.{stack}.yaml does not exist at {label}")
+        return without_base(label, f"Pulumi.{stack}.yaml does not exist at {label}")
     try:
         base_settings, base_objects = render(base_config, stack)
     except SettingsError as exc:
-        note = f"the config at {label} no longer validates: {str(exc).splitlines()[0]}"
-        return Preview(stack, head, None, label, note)
+        why = f"the config at {label} no longer validates: {str(exc).splitlines()[0]}"
+        return without_base(label, why)
     base = Side(base_settings, base_objects)
     return Preview(
         stack,
@@ -78,6 +102,7 @@ def build_preview(
         label,
         changes=object_changes(base_objects, head_objects),
         diff=unified_diff(base_objects, head_objects, "base", "head"),
+        policy_results=check_policies(head, base_settings.ascend_weight, stack),
     )
 
 
@@ -104,6 +129,13 @@ def replicas_line(preview: Preview) -> str:
     return "Replicas: " + ", ".join(parts)
 
 
+def policy_lines(preview: Preview) -> list[str]:
+    """The policy section: summary, then violations, advisories and passes, one per line."""
+    before = preview.previous_weight
+    context = f"previous weight {before}%" if before is not None else "no previous weight"
+    return report_lines(preview.policy_results, context)
+
+
 def format_preview(preview: Preview) -> str:
     """The human report: header lines, object list, then the unified diff."""
     lines = [f"Stack {preview.stack}", weight_line(preview), replicas_line(preview)]
@@ -114,9 +146,12 @@ def format_preview(preview: Preview) -> str:
         lines.append(f"Base: {preview.base_label}")
     if preview.base_note:
         lines.append(f"Note: {preview.base_note}")
+    lines += policy_lines(preview)
     if preview.base is None:
         lines.append(f"Objects: {len(preview.head.objects)} (no base to compare)")
-        lines += [f"  {ObjectChange(sort_key(o), 'create').describe()}" for o in preview.head.objects]
+        lines += [
+            f"  {ObjectChange(sort_key(o), 'create').describe()}" for o in preview.head.objects
+        ]
     else:
         counts = {
             kind: sum(1 for c in preview.changes if c.change == kind)
@@ -130,4 +165,3 @@ def format_preview(preview: Preview) -> str:
         lines.append("")
         lines.append(preview.diff.rstrip("\n") if preview.diff else "No changes to any object.")
     return "\n".join(lines) + "\n"
-

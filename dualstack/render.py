@@ -8,6 +8,7 @@ sorted by (kind, namespace, name), whole-number floats back to int, and NodePatc
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -29,8 +30,7 @@ class RenderError(RuntimeError):
 def config_strings(config: Mapping[str, Any]) -> dict[str, str]:
     """Stack-file values as the Pulumi engine hands them over: strings, JSON for structures."""
     return {
-        key: value if isinstance(value, str) else json.dumps(value)
-        for key, value in config.items()
+        key: value if isinstance(value, str) else json.dumps(value) for key, value in config.items()
     }
 
 
@@ -104,7 +104,7 @@ def objects_of(resources: list[Registered]) -> list[dict[str, Any]]:
         to_object(r) for r in resources if r.custom and r.type_.startswith(KUBERNETES_PREFIX)
     ]
     objects.sort(key=sort_key)
-    for first, second in zip(objects, objects[1:]):
+    for first, second in itertools.pairwise(objects):
         if sort_key(first) == sort_key(second):
             raise RenderError("two objects are both {} {}/{}".format(*sort_key(first)))
     return objects

@@ -65,7 +65,9 @@ def read_config(root: Path, stack: str) -> dict[str, Any]:
     """The config of `Pulumi.<stack>.yaml` in `root`. Raises StackFileError if missing."""
     path = stack_path(root, stack)
     if not path.is_file():
-        known = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in Path(root).glob("Pulumi.*.yaml"))
+        known = sorted(
+            p.name[len("Pulumi.") : -len(".yaml")] for p in Path(root).glob("Pulumi.*.yaml")
+        )
         raise StackFileError(
             f"no stack file {path.name} in {root}; stacks here: {', '.join(known) or 'none'}"
         )

@@ -85,7 +85,9 @@ def object_errors(obj: Mapping[str, Any], k8s_version: str = KUBERNETES_VERSION)
     return [f"{path}: {error.message}"]
 
 
-def validate_objects(objects: Iterable[Mapping[str, Any]], k8s_version: str = KUBERNETES_VERSION) -> None:
+def validate_objects(
+    objects: Iterable[Mapping[str, Any]], k8s_version: str = KUBERNETES_VERSION
+) -> None:
     """Check every object; raises SchemaError listing `Kind/name: path: message` lines."""
     problems = []
     for obj in objects:

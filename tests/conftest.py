@@ -55,9 +55,21 @@ def find(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
 def git(repo: Path, *args: str) -> str:
     """Run git in `repo` with a fixed identity; returns stdout."""
     done = subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.name=Test", "-c", "user.email=test@example.com",
-         "-c", "commit.gpgsign=false", *args],
-        capture_output=True, text=True, check=True,
+        [
+            "git",
+            "-C",
+            str(repo),
+            "-c",
+            "user.name=Test",
+            "-c",
+            "user.email=test@example.com",
+            "-c",
+            "commit.gpgsign=false",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return done.stdout
 

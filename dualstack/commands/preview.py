@@ -6,9 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from components.settings import load_settings
 from dualstack.gitref import default_base
 from dualstack.preview import build_preview, format_preview
-from components.settings import load_settings
 from dualstack.project import UsageError, find_root, load_stack_config
 
 
@@ -21,11 +21,14 @@ def next_step(root: Path, stack: str, overrides: list[str]) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `preview` sub-command to the `dualstack` parser."""
     parser = subparsers.add_parser(
         "preview",
         help="what a migration step changes, against a git base (offline)",
-        description="Render the stack from the working tree and from BASE's config, then "
-        "print the weight move, the replica move, each object's change and a unified diff.",
+        description="Render the stack from the working tree and from BASE's config, run the "
+        "policy pack over the head (previous weight = BASE's), then print the weight move, the "
+        "replica move, each policy's result, each object's change and a unified diff. Exit 0 "
+        "ok, 1 a mandatory policy is violated, 2 the preview could not be built.",
     )
     parser.add_argument("--stack", default="prod", help="stack name (default: prod)")
     parser.add_argument(
@@ -51,6 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run `dualstack preview`; returns the exit code (errors propagate to `cli.main`)."""
     root = find_root(Path(args.cwd) if args.cwd else None)
     base = args.base if args.base is not None else default_base(root)
     overrides = list(args.set)
@@ -58,4 +62,10 @@ def run(args: argparse.Namespace) -> int:
         overrides.append(f"ascendWeight={next_step(root, args.stack, overrides)}")
     preview = build_preview(root, args.stack, base, overrides)
     sys.stdout.write(format_preview(preview))
+    violated = sorted({result.policy for result in preview.violations})
+    if violated:
+        print(f"policy check failed: {', '.join(violated)}", file=sys.stderr)
+        for result in preview.violations:
+            print(f"  {result.policy}: {result.message}", file=sys.stderr)
+        return 1
     return 0

@@ -12,6 +12,7 @@ from dualstack.validate import validate_objects
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `render` sub-command to the `dualstack` parser."""
     parser = subparsers.add_parser(
         "render",
         help="print every Kubernetes object of a stack (offline, Pulumi mocks)",
@@ -32,6 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run `dualstack render`; returns the exit code (errors propagate to `cli.main`)."""
     root = find_root(Path(args.cwd) if args.cwd else None)
     _settings, objects = render(load_stack_config(root, args.stack, args.set), args.stack)
     validate_objects(objects)

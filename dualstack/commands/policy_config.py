@@ -1,0 +1,73 @@
+"""`dualstack policy-config`: write the `--policy-pack-config` file for `pulumi preview`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from components.settings import load_settings
+from dualstack.policy_config import pack_config, read_deployed_weight, write_config
+from dualstack.project import find_root, load_stack_config
+
+
+def weight(text: str) -> int:
+    """argparse type: a weight 0..100 in whole percent."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number 0..100") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"{value} is outside 0..100")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "policy-config",
+        help="write the policy pack config (previous weight, ladder, ...) for `pulumi preview`",
+        description="Build the JSON file for `pulumi preview --policy-pack policies "
+        "--policy-pack-config FILE` from the stack's config and the DEPLOYED Ascend weight. "
+        "Exit 0 written, 2 the weight could not be read (nothing written).",
+    )
+    parser.add_argument("--stack", default="prod", help="stack name (default: prod)")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--from-stack-output",
+        action="store_true",
+        help="read the deployed weight with `pulumi stack output ascendWeight` (CI)",
+    )
+    source.add_argument(
+        "--previous-weight",
+        type=weight,
+        metavar="N",
+        help="the deployed Ascend weight in %%, given by hand",
+    )
+    source.add_argument(
+        "--first-deploy",
+        action="store_true",
+        help="the stack was never deployed: only 0 or the first ladder step passes",
+    )
+    parser.add_argument(
+        "-o", "--output", type=Path, help="write the JSON here (default: standard output)"
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    root = find_root(Path(args.cwd) if args.cwd else None)
+    settings = load_settings(load_stack_config(root, args.stack))
+    if args.from_stack_output:
+        previous = read_deployed_weight(root, args.stack)
+        origin = "pulumi stack output ascendWeight"
+    elif args.first_deploy:
+        previous, origin = None, "first deploy"
+    else:
+        previous, origin = args.previous_weight, "--previous-weight"
+    text = write_config(pack_config(settings, previous), args.output)
+    shown = "none" if previous is None else f"{previous}%"
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        print(f"wrote {args.output}: previous weight {shown} ({origin})", file=sys.stderr)
+    return 0

@@ -1,0 +1,21 @@
+"""The CrossGuard policy pack `dualstack-migration`: validators grouped by area.
+
+Importing this package builds the `Policy` objects only; the `PolicyPack` (which starts a gRPC
+server and never returns, REFERENCE.md) is built in `policies/__main__.py`, which the Pulumi CLI
+runs for `pulumi preview --policy-pack policies`. `dualstack preview` runs the same `POLICIES`
+offline through `dualstack.policy_run`.
+"""
+
+from policies import capacity, placement, security, supply_chain, traffic
+
+PACK_NAME = "dualstack-migration"
+
+POLICIES = (
+    *traffic.POLICIES,
+    *capacity.POLICIES,
+    *placement.POLICIES,
+    *supply_chain.POLICIES,
+    *security.POLICIES,
+)
+"""Every policy of the pack, in report order (traffic, capacity, placement, supply chain,
+security)."""

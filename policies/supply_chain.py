@@ -1,0 +1,211 @@
+"""Supply-chain policies: pinned images from one release, and no promotion of an Ascend image
+whose precision check has not passed.
+
+Where the verified image comes from: the precision-check workflow records the Ascend image
+whose check passed in stack config `verifiedAscendImage`; the program copies it onto the Ascend
+Deployment as the annotation `dualstack.io/verified-ascend-image` (so the pack sees it in the
+props, online and offline). Policy config `verifiedAscendImage`, when set, takes precedence.
+Changing the Ascend image resets the verification: the served image no longer equals it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ReportViolation,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+from policies.common import (
+    PREVIOUS_WEIGHT_SCHEMA,
+    SUBSET_SCHEMAS,
+    ConfigError,
+    config_errors_are_violations,
+    config_int,
+    config_str,
+    path,
+    subset_name,
+)
+from policies.stack_view import Item, StackView, container_images
+
+VERIFIED_IMAGE_ANNOTATION = "dualstack.io/verified-ascend-image"
+"""Annotation of the Ascend Deployment naming the image whose precision check passed."""
+
+DEFAULT_TAG_PATTERN = r"^(?P<release>v?\d+\.\d+\.\d+)-(?P<flavor>[a-z0-9]+)$"
+"""Release tags: `v1.2.3-cuda` and `v1.2.3-npu` share the release `v1.2.3`."""
+
+
+def parse_image(image: str) -> tuple[str, str | None, str | None]:
+    """(repository, tag, digest) of `registry:5000/team/app:v1.2.3-npu@sha256:...`."""
+    name, _, digest = image.partition("@")
+    last = name.rsplit("/", 1)[-1]
+    tag = last.rsplit(":", 1)[1] if ":" in last else None
+    repository = name[: -len(tag) - 1] if tag else name
+    return repository, tag or None, digest or None
+
+
+def pin_problem(image: Any) -> str | None:
+    """Why `image` is not pinned (no tag or digest, or the moving tag `latest`); None if it is."""
+    if not isinstance(image, str) or not image:
+        return f"has no image ({image!r})"
+    _repository, tag, digest = parse_image(image)
+    if digest:
+        return None
+    if tag is None:
+        return f"uses {image} with no tag or digest; pin a release tag or a digest"
+    if tag == "latest":
+        return f"uses {image}: the moving tag `latest` is not a pin; use a release tag"
+    return None
+
+
+def _tag_pattern(args: StackValidationArgs) -> re.Pattern[str]:
+    raw = config_str(args.get_config(), "tagPattern", DEFAULT_TAG_PATTERN)
+    try:
+        pattern = re.compile(raw)
+    except re.error as exc:
+        raise ConfigError(f"tagPattern = {raw!r} is not a regular expression ({exc})") from None
+    if "release" not in pattern.groupindex:
+        raise ConfigError(f"tagPattern = {raw!r} has no named group (?P<release>...)")
+    return pattern
+
+
+def _backend_image(view: StackView, config: Any, hardware: str) -> tuple[Item | None, Any, str]:
+    """(workload, image of its first app container, problem) of one backend."""
+    workload, why = view.backend(subset_name(config, hardware))
+    if workload is None:
+        return None, None, why
+    images = container_images(workload)
+    if not images:
+        return workload, None, f"{workload.label} has no containers"
+    return workload, images[0][1], ""
+
+
+@config_errors_are_violations
+def image_pair_consistent_validator(
+    args: StackValidationArgs, report_violation: ReportViolation
+) -> None:
+    """Every container image of both backends is pinned (tag or digest, never `latest`), and the
+    two model-server images (first container) carry tags of the same release (`tagPattern`)."""
+    pattern = _tag_pattern(args)
+    config = args.get_config()
+    view = StackView.of(args.resources)
+    if not view.virtual_services:
+        args.not_applicable("no VirtualService: no backend pair in this stack")
+    releases: dict[str, tuple[str, str]] = {}
+    for hardware in ("nvidia", "ascend"):
+        workload, image, why = _backend_image(view, config, hardware)
+        if workload is None or image is None:
+            report_violation(f"cannot check the {hardware} image: {why}", None)
+            continue
+        for name, each in container_images(workload):
+            problem = pin_problem(each)
+            if problem:
+                report_violation(f"{workload.label} container {name!r} {problem}", workload.urn)
+        if pin_problem(image):
+            continue
+        _repository, tag, _digest = parse_image(image)
+        match = pattern.match(tag or "")
+        if not match:
+            report_violation(
+                f"{workload.label} image {image} has tag {tag!r}, which does not match the "
+                f"release pattern {pattern.pattern}; tag it like v1.2.3-{hardware}",
+                workload.urn,
+            )
+            continue
+        releases[hardware] = (match["release"], image)
+    if len(releases) == 2 and releases["nvidia"][0] != releases["ascend"][0]:
+        (nv_release, nv_image), (as_release, as_image) = releases["nvidia"], releases["ascend"]
+        report_violation(
+            f"the backends serve different releases: nvidia {nv_image} ({nv_release}) and "
+            f"ascend {as_image} ({as_release}); move both images to the same release",
+            None,
+        )
+
+
+@config_errors_are_violations
+def precision_verified_before_promotion_validator(
+    args: StackValidationArgs, report_violation: ReportViolation
+) -> None:
+    """Raising the Ascend weight above `previousWeight` (0 on a first deploy) requires that the
+    Ascend image served is the precision-verified one (config `verifiedAscendImage`, else the
+    Ascend Deployment's `dualstack.io/verified-ascend-image` annotation)."""
+    config = args.get_config()
+    previous = config_int(config, "previousWeight", 0, 100)
+    view = StackView.of(args.resources)
+    ascend_subset = subset_name(config, "ascend")
+    weights = [r.weight for r in view.routes_to(ascend_subset) if r.weight is not None]
+    if not weights:
+        args.not_applicable(f"no VirtualService routes to subset {ascend_subset!r}")
+    weight, baseline = max(weights), previous or 0
+    if weight <= baseline:
+        return  # holding or lowering the weight needs no new evidence
+    raise_text = f"raising the Ascend weight from {baseline}% to {weight}%"
+    workload, image, why = _backend_image(view, config, "ascend")
+    if workload is None or image is None:
+        report_violation(f"cannot check the Ascend image before {raise_text}: {why}", None)
+        return
+    override = config.get("verifiedAscendImage")
+    if override is not None and not isinstance(override, str):
+        raise ConfigError(f"verifiedAscendImage = {override!r} is not an image reference")
+    verified = override or path(
+        workload.props, "metadata", "annotations", VERIFIED_IMAGE_ANNOTATION
+    )
+    if not verified:
+        report_violation(
+            f"{raise_text} needs a precision-verified Ascend image, but none is recorded "
+            f"(stack config verifiedAscendImage); run the precision check for {image} first",
+            workload.urn,
+        )
+    elif verified != image:
+        report_violation(
+            f"{raise_text}: {workload.label} serves {image}, but the precision-verified image "
+            f"is {verified} (an image change resets the verification); run the precision check "
+            f"for {image} at {baseline}% first, then raise the weight",
+            workload.urn,
+        )
+
+
+POLICIES = [
+    StackValidationPolicy(
+        name="image-pair-consistent",
+        description="Both backends' images are pinned (tag or digest, never latest) and come "
+        "from the same release (tagPattern, e.g. v1.2.3-cuda / v1.2.3-npu).",
+        validate=image_pair_consistent_validator,
+        enforcement_level=EnforcementLevel.MANDATORY,
+        config_schema=PolicyConfigSchema(
+            properties={
+                "tagPattern": {
+                    "type": "string",
+                    "default": DEFAULT_TAG_PATTERN,
+                    "description": "Regular expression an image tag must match; its named "
+                    "group `release` must be equal for both backends.",
+                },
+                **SUBSET_SCHEMAS,
+            }
+        ),
+    ),
+    StackValidationPolicy(
+        name="precision-verified-before-promotion",
+        description="Raising the Ascend weight requires that the precision check passed for the "
+        "Ascend image being served.",
+        validate=precision_verified_before_promotion_validator,
+        enforcement_level=EnforcementLevel.MANDATORY,
+        config_schema=PolicyConfigSchema(
+            properties={
+                "previousWeight": PREVIOUS_WEIGHT_SCHEMA,
+                "verifiedAscendImage": {
+                    "type": "string",
+                    "description": "Overrides the Ascend Deployment's annotation "
+                    f"{VERIFIED_IMAGE_ANNOTATION}.",
+                },
+                "ascendSubset": SUBSET_SCHEMAS["ascendSubset"],
+            }
+        ),
+    ),
+]
+"""The supply-chain policies, in report order."""

@@ -1,0 +1,247 @@
+"""Hand-built objects and validation args for the policy tests (no render, no bridge).
+
+Props are shaped the way the Pulumi engine sends them to a pack: camelCase, every number a
+float, wrapped in pulumi_policy's unknown-checking proxies. `good_stack()` is a clean dual
+stack at a given weight that every policy passes; tests copy it and break one thing.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from pulumi_policy import (
+    PolicyCustomTimeouts,
+    PolicyResource,
+    PolicyResourceOptions,
+    ResourceValidationArgs,
+    StackValidationArgs,
+)
+from pulumi_policy.policy import _NotApplicableError
+from pulumi_policy.proxy import unknown_checking_proxy
+
+from policies import POLICIES
+
+POLICY = {policy.name: policy for policy in POLICIES}
+NAMESPACE = "inference"
+HOST = f"inference-service.{NAMESPACE}.svc.cluster.local"
+NVIDIA_IMAGE = "registry/inference-service:v1.2.3-cuda"
+ASCEND_IMAGE = "registry/inference-service:v1.2.3-npu"
+VERIFIED = "dualstack.io/verified-ascend-image"
+TOKENS = {
+    "Deployment": "kubernetes:apps/v1:Deployment",
+    "Job": "kubernetes:batch/v1:Job",
+    "CronJob": "kubernetes:batch/v1:CronJob",
+    "Pod": "kubernetes:core/v1:Pod",
+    "Service": "kubernetes:core/v1:Service",
+    "ConfigMap": "kubernetes:core/v1:ConfigMap",
+    "VirtualService": "kubernetes:networking.istio.io/v1:VirtualService",
+    "DestinationRule": "kubernetes:networking.istio.io/v1:DestinationRule",
+}
+NOT_APPLICABLE = "not applicable"
+
+
+def floats(value: Any) -> Any:
+    """Numbers as the engine sends them: floats (bools untouched)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return float(value)
+    if isinstance(value, dict):
+        return {k: floats(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [floats(v) for v in value]
+    return value
+
+
+def container(hardware: str, image: str) -> dict[str, Any]:
+    """The hardened inference container requesting one accelerator."""
+    resource = "nvidia.com/gpu" if hardware == "nvidia" else "huawei.com/Ascend910"
+    return {
+        "name": "inference",
+        "image": image,
+        "resources": {
+            "requests": {"cpu": "4", "memory": "32Gi", resource: "1"},
+            "limits": {"cpu": "8", "memory": "64Gi", resource: "1"},
+        },
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "privileged": False,
+            "capabilities": {"drop": ["ALL"]},
+            "runAsNonRoot": True,
+        },
+    }
+
+
+def deployment(hardware: str, replicas: int, image: str) -> dict[str, Any]:
+    """A backend Deployment pinned to its pool, labelled {app, version, hardware}."""
+    version = "blue" if hardware == "nvidia" else "green"
+    labels = {"app": "inference-service", "version": version, "hardware": hardware}
+    spec: dict[str, Any] = {
+        "nodeSelector": {"pool": hardware},
+        "tolerations": [
+            {"key": "pool", "operator": "Equal", "value": hardware, "effect": "NoSchedule"}
+        ],
+        "securityContext": {"runAsNonRoot": True, "runAsUser": 1000},
+        "containers": [container(hardware, image)],
+    }
+    if hardware == "ascend":
+        spec["volumes"] = [
+            {
+                "name": "driver",
+                "hostPath": {"path": "/usr/local/Ascend/driver", "type": "Directory"},
+            }
+        ]
+        spec["containers"][0]["volumeMounts"] = [
+            {"name": "driver", "mountPath": "/usr/local/Ascend/driver", "readOnly": True}
+        ]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": f"inference-{version}", "namespace": NAMESPACE, "labels": labels},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": "inference-service", "version": version}},
+            "template": {"metadata": {"labels": labels}, "spec": spec},
+        },
+    }
+
+
+def destination_rule() -> dict[str, Any]:
+    """Subsets nvidia and ascend selecting {app, hardware}."""
+    return {
+        "apiVersion": "networking.istio.io/v1",
+        "kind": "DestinationRule",
+        "metadata": {"name": "inference-dr", "namespace": NAMESPACE},
+        "spec": {
+            "host": HOST,
+            "subsets": [
+                {"name": hw, "labels": {"app": "inference-service", "hardware": hw}}
+                for hw in ("nvidia", "ascend")
+            ],
+        },
+    }
+
+
+def virtual_service(ascend_weight: Any, nvidia_weight: Any = None) -> dict[str, Any]:
+    """One HTTP route splitting nvidia (100 - w unless given) and ascend (w)."""
+    nvidia = 100 - ascend_weight if nvidia_weight is None else nvidia_weight
+    return {
+        "apiVersion": "networking.istio.io/v1",
+        "kind": "VirtualService",
+        "metadata": {"name": "inference-vs", "namespace": NAMESPACE},
+        "spec": {
+            "hosts": [HOST],
+            "http": [
+                {
+                    "name": "split",
+                    "route": [
+                        {"destination": {"host": HOST, "subset": "nvidia"}, "weight": nvidia},
+                        {
+                            "destination": {"host": HOST, "subset": "ascend"},
+                            "weight": ascend_weight,
+                        },
+                    ],
+                }
+            ],
+        },
+    }
+
+
+def service() -> dict[str, Any]:
+    """The shared Service selecting both backends by `app`."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "inference-service", "namespace": NAMESPACE},
+        "spec": {"selector": {"app": "inference-service"}, "ports": [{"port": 8000}]},
+    }
+
+
+def good_stack(weight: int = 20, ascend_replicas: int | None = None) -> list[dict[str, Any]]:
+    """A clean stack at `weight`: NVIDIA 4 pods, Ascend enough for its share, verified image."""
+    if ascend_replicas is None:
+        ascend_replicas = max(1, -(-4 * weight // 100))
+    ascend = deployment("ascend", ascend_replicas, ASCEND_IMAGE)
+    ascend["metadata"]["annotations"] = {VERIFIED: ASCEND_IMAGE}
+    return [
+        deployment("nvidia", 4, NVIDIA_IMAGE),
+        ascend,
+        destination_rule(),
+        virtual_service(weight),
+        service(),
+    ]
+
+
+def find(objects: list[dict[str, Any]], kind: str, hardware: str | None = None) -> dict[str, Any]:
+    """The object of `kind` (and backend `hardware`) in a hand-built stack, for editing."""
+    for obj in objects:
+        labels = obj["metadata"].get("labels", {})
+        if obj["kind"] == kind and (hardware is None or labels.get("hardware") == hardware):
+            return obj
+    raise AssertionError(f"no {kind} {hardware or ''}")
+
+
+_OPTIONS = PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [])
+
+
+def urn(obj: dict[str, Any]) -> str:
+    """A URN naming the object's kind and name."""
+    name = obj["metadata"].get("name", "unnamed")
+    return f"urn:pulumi:test::dualstack-inference::{TOKENS[obj['kind']]}::{name}"
+
+
+def resource_args(
+    obj: dict[str, Any], config: dict[str, Any] | None = None
+) -> ResourceValidationArgs:
+    """ResourceValidationArgs for one hand-built object, config numbers as floats."""
+    props = unknown_checking_proxy(floats(copy.deepcopy(obj)))
+    token = TOKENS[obj["kind"]]
+    name = obj["metadata"].get("name", "unnamed")
+    return ResourceValidationArgs(token, props, urn(obj), name, _OPTIONS, None, floats(config))
+
+
+def stack_args(
+    objects: list[dict[str, Any]], config: dict[str, Any] | None = None
+) -> StackValidationArgs:
+    """StackValidationArgs over hand-built objects, config numbers as floats."""
+    resources = [
+        PolicyResource(
+            TOKENS[o["kind"]],
+            unknown_checking_proxy(floats(copy.deepcopy(o))),
+            urn(o),
+            o["metadata"].get("name", "unnamed"),
+            _OPTIONS,
+            None,
+            None,
+            [],
+            {},
+        )
+        for o in objects
+    ]
+    return StackValidationArgs(resources, floats(config))
+
+
+def violations(policy: str, args: Any) -> list[str] | str:
+    """Messages the policy reports for `args`; NOT_APPLICABLE when it declares itself so."""
+    found: list[str] = []
+    try:
+        POLICY[policy].validate(args, lambda message, urn=None: found.append(message))
+    except _NotApplicableError:
+        return NOT_APPLICABLE
+    return found
+
+
+def stack_violations(policy: str, objects: list[dict[str, Any]], config: dict | None = None):
+    """`violations` of a stack policy over hand-built objects."""
+    return violations(policy, stack_args(objects, config))
+
+
+def resource_violations(policy: str, objects: list[dict[str, Any]], config: dict | None = None):
+    """`violations` of a resource policy over each hand-built object, concatenated."""
+    found: list[str] = []
+    for obj in objects:
+        result = violations(policy, resource_args(obj, config))
+        assert isinstance(result, list)
+        found += result
+    return found

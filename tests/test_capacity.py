@@ -1,0 +1,55 @@
+"""Replica arithmetic across the whole ladder (pure functions, no Pulumi)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from components.capacity import ascend_replicas, nvidia_replicas
+
+LADDER = (0, 5, 20, 50, 80, 100)
+
+
+@pytest.mark.parametrize(
+    "weight, expected",
+    # total 4, headroom 1.2, ratio 1.0: ceil(4 * w/100 * 1.2), at least 1
+    [(0, 1), (5, 1), (20, 1), (50, 3), (80, 4), (100, 5)],
+)
+def test_ascend_replicas_on_the_default_ladder(weight: int, expected: int) -> None:
+    assert ascend_replicas(4, weight, 1.2, 1.0) == expected
+
+
+def test_slower_ascend_pods_need_more_replicas() -> None:
+    # one 910B pod serving 0.8 of an A100 pod: ceil(4 * 0.5 * 1.2 / 0.8) = 3
+    assert ascend_replicas(4, 50, 1.2, 0.8) == 3
+    assert ascend_replicas(4, 100, 1.2, 0.8) == 6
+
+
+def test_float_noise_does_not_add_a_pod() -> None:
+    # 4 * 0.2 * 1.25 is 1.0000000000000002 in floating point
+    assert ascend_replicas(4, 20, 1.25, 1.0) == 1
+
+
+@pytest.mark.parametrize("weight", LADDER)
+def test_ascend_always_covers_its_share(weight: int) -> None:
+    for total in (1, 2, 4, 10):
+        assert ascend_replicas(total, weight, 1.0, 1.0) >= math.ceil(total * weight / 100)
+
+
+@pytest.mark.parametrize("weight", LADDER[:-1])
+def test_nvidia_stays_sized_for_all_traffic_until_100(weight: int) -> None:
+    assert nvidia_replicas(4, weight, 1) == 4
+
+
+def test_nvidia_retires_only_at_100() -> None:
+    assert nvidia_replicas(4, 100, 1) == 1
+    assert nvidia_replicas(4, 100, 0) == 0
+
+
+@pytest.mark.parametrize("weight", [-1, 101])
+def test_weight_outside_range_is_refused(weight: int) -> None:
+    with pytest.raises(ValueError, match=r"outside 0\.\.100"):
+        ascend_replicas(4, weight, 1.2, 1.0)
+    with pytest.raises(ValueError, match=r"outside 0\.\.100"):
+        nvidia_replicas(4, weight, 1)

@@ -1,0 +1,79 @@
+"""The `dualstack` command line as a user runs it: real processes, real files."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from tests.conftest import REPO
+
+
+def dualstack(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, "-m", "dualstack", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+def test_render_prints_every_object_as_yaml() -> None:
+    done = dualstack("render", "--stack", "prod")
+    assert done.returncode == 0, done.stderr
+    docs = list(yaml.safe_load_all(done.stdout))
+    assert {d["kind"] for d in docs} >= {
+        "Node",
+        "Deployment",
+        "Service",
+        "DestinationRule",
+        "VirtualService",
+        "PodDisruptionBudget",
+    }
+
+
+def test_render_output_dir_writes_one_file_per_object(tmp_path: Path) -> None:
+    done = dualstack("render", "--stack", "staging", "--output", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    files = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert "virtualservice-inference-staging-inference-vs.yaml" in files
+    assert "node-ascend-01.yaml" in files
+    vs = yaml.safe_load(
+        (tmp_path / "out" / "virtualservice-inference-staging-inference-vs.yaml").read_text()
+    )
+    assert [r["weight"] for r in vs["spec"]["http"][0]["route"]] == [80, 20]
+
+
+def test_bad_weight_is_one_line_and_renders_nothing() -> None:
+    for value, fragment in [
+        ("150", "less than or equal to 100"),
+        ("abc", "valid integer"),
+        ("33", "not a ladder step"),
+    ]:
+        done = dualstack("render", "--stack", "prod", "--set", f"ascendWeight={value}")
+        assert done.returncode == 2
+        assert done.stdout == ""
+        assert done.stderr.count("\n") == 1 and fragment in done.stderr
+        assert done.stderr.startswith(f"error: dualstack-inference:ascendWeight = '{value}'")
+
+
+def test_unknown_stack_names_the_stacks_that_exist() -> None:
+    done = dualstack("render", "--stack", "qa")
+    assert done.returncode == 2
+    assert "no stack file Pulumi.qa.yaml" in done.stderr and "prod, staging" in done.stderr
+
+
+def test_malformed_set_is_a_usage_error() -> None:
+    done = dualstack("render", "--set", "ascendWeight")
+    assert done.returncode == 2 and "expected KEY=VALUE" in done.stderr
+
+
+def test_outside_a_repo_says_where_it_looked(tmp_path: Path) -> None:
+    done = dualstack("render", cwd=tmp_path)
+    assert done.returncode == 2 and "no Pulumi.yaml" in done.stderr

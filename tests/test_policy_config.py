@@ -1,0 +1,206 @@
+"""The policy pack config: built from settings, read from `pulumi stack output`, and the
+`dualstack policy-config` command (a fake `pulumi` on PATH stands in for the CLI)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from components.naming import VERIFIED_IMAGE_ANNOTATION
+from components.settings import SettingsError, load_settings
+from dualstack.cli import main
+from dualstack.policy_config import (
+    NOT_FROM_SETTINGS,
+    StackOutputError,
+    pack_config,
+    parse_weight,
+    read_deployed_weight,
+)
+from policies import POLICIES
+from policies.supply_chain import VERIFIED_IMAGE_ANNOTATION as PACK_ANNOTATION
+from tests.conftest import cfg, find
+
+DEFAULTS = load_settings(cfg(ascendWeight="5"))
+
+
+def test_each_policy_gets_exactly_its_schema_keys():
+    settings = load_settings(cfg(ascendWeight="5", policy={"maxStep": 20}))
+    config = pack_config(settings, 5)
+    for policy in POLICIES:
+        declared = set(policy.config_schema.properties) if policy.config_schema else set()
+        expected = declared - NOT_FROM_SETTINGS
+        assert set(config.get(policy.name, {})) == expected, policy.name
+    assert config["no-unsafe-weight-jump"]["previousWeight"] == 5
+
+
+def test_pack_defaults_equal_the_settings_defaults():
+    """With no config the pack judges like the default stack: each schema default = setting."""
+    config = pack_config(DEFAULTS, None)
+    compared = 0
+    for policy in POLICIES:
+        for key, schema in (
+            policy.config_schema.properties if policy.config_schema else {}
+        ).items():
+            if "default" in schema:
+                assert config[policy.name][key] == schema["default"], (policy.name, key)
+                compared += 1
+    assert compared >= 10
+    assert PACK_ANNOTATION == VERIFIED_IMAGE_ANNOTATION
+
+
+def test_first_deploy_and_max_step():
+    settings = load_settings(cfg(ascendWeight="5", policy={"maxStep": 10}))
+    config = pack_config(settings, None)
+    assert "previousWeight" not in config["no-unsafe-weight-jump"]
+    assert config["no-unsafe-weight-jump"]["maxStep"] == 10
+
+
+def test_bad_release_pattern_is_a_settings_error_naming_the_key():
+    with pytest.raises(SettingsError, match=r"dualstack-inference:policy\.releaseTagPattern"):
+        load_settings(cfg(ascendWeight="5", policy={"releaseTagPattern": r"^v\d+$"}))
+
+
+@pytest.mark.parametrize(("text", "weight"), [("5\n", 5), ("20.0", 20), ("0", 0), ("100", 100)])
+def test_parse_weight(text, weight):
+    assert parse_weight(text, "src") == weight
+
+
+@pytest.mark.parametrize("text", ["abc", '"5"', "5.5", "150", "-1", "true", "null", "NaN", ""])
+def test_parse_weight_rejects_non_weights(text):
+    with pytest.raises(StackOutputError, match=r"^src returned .* not a weight 0\.\.100$"):
+        parse_weight(text, "src")
+
+
+@pytest.fixture
+def fake_pulumi(tmp_path, monkeypatch):
+    """Put a `pulumi` script on PATH that logs its arguments and answers as told."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    log = tmp_path / "pulumi-args"
+
+    def install(body: str) -> Path:
+        script = bindir / "pulumi"
+        script.write_text(f'#!/bin/sh\necho "$@" > {log}\n{body}\n', encoding="utf-8")
+        script.chmod(script.stat().st_mode | stat.S_IEXEC)
+        return log
+
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    return install
+
+
+def test_reads_the_deployed_weight(fake_pulumi, tmp_path):
+    log = fake_pulumi("echo 5")
+    assert read_deployed_weight(tmp_path, "prod") == 5
+    assert log.read_text().split() == [
+        "stack",
+        "output",
+        "ascendWeight",
+        "--json",
+        "--stack",
+        "prod",
+    ]
+
+
+def test_a_failing_cli_is_one_clear_error(fake_pulumi, tmp_path):
+    fake_pulumi(
+        'echo "error: current stack does not have output property ascendWeight" >&2; exit 255'
+    )
+    with pytest.raises(StackOutputError) as caught:
+        read_deployed_weight(tmp_path, "prod")
+    message = str(caught.value)
+    assert "`pulumi stack output ascendWeight --stack prod` failed" in message
+    assert "does not have output property ascendWeight" in message
+    assert "--first-deploy" in message
+
+
+def test_a_hanging_cli_times_out(fake_pulumi, tmp_path):
+    """A child of the CLI holding the pipes open is killed too (`sleep` is not exec'd)."""
+    fake_pulumi("sleep 30")
+    with pytest.raises(StackOutputError, match=r"did not answer within 0\.3 s"):
+        read_deployed_weight(tmp_path, "prod", timeout=0.3)
+
+
+def test_a_missing_cli_is_reported(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(StackOutputError, match="not on PATH; pass --previous-weight N"):
+        read_deployed_weight(tmp_path, "prod")
+
+
+def test_command_writes_the_file_from_stack_output(fake_pulumi, git_repo, tmp_path, capsys):
+    fake_pulumi("echo 20")
+    out = tmp_path / "policy-config.json"
+    code = main(
+        [
+            "-C",
+            str(git_repo),
+            "policy-config",
+            "--stack",
+            "prod",
+            "--from-stack-output",
+            "-o",
+            str(out),
+        ]
+    )
+    assert code == 0
+    written = json.loads(out.read_text())
+    assert written["no-unsafe-weight-jump"]["previousWeight"] == 20
+    assert written["rollback-capacity"]["totalReplicas"] == 4
+    assert "previous weight 20% (pulumi stack output ascendWeight)" in capsys.readouterr().err
+
+
+def test_command_fails_with_exit_2_and_writes_nothing(fake_pulumi, git_repo, tmp_path, capsys):
+    fake_pulumi("echo abc")
+    out = tmp_path / "policy-config.json"
+    code = main(
+        [
+            "-C",
+            str(git_repo),
+            "policy-config",
+            "--stack",
+            "prod",
+            "--from-stack-output",
+            "-o",
+            str(out),
+        ]
+    )
+    assert code == 2
+    assert not out.exists()
+    assert capsys.readouterr().err.startswith(
+        "error: `pulumi stack output ascendWeight --stack prod` returned 'abc'"
+    )
+
+
+def test_command_by_hand_and_first_deploy(git_repo, capsys):
+    assert main(["-C", str(git_repo), "policy-config", "--previous-weight", "50"]) == 0
+    assert json.loads(capsys.readouterr().out)["no-unsafe-weight-jump"]["previousWeight"] == 50
+    assert main(["-C", str(git_repo), "policy-config", "--first-deploy"]) == 0
+    assert "previousWeight" not in json.loads(capsys.readouterr().out)["no-unsafe-weight-jump"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["--previous-weight", "150"],
+        ["--previous-weight", "x"],
+        ["--first-deploy", "--previous-weight", "5"],
+    ],
+)
+def test_command_rejects_bad_flags(git_repo, args, capsys):
+    with pytest.raises(SystemExit) as caught:
+        main(["-C", str(git_repo), "policy-config", *args])
+    assert caught.value.code == 2
+
+
+def test_program_records_the_verified_image_on_the_ascend_deployment(render_objects):
+    verified = "registry/inference-service:v1.2.3-npu"
+    objects = render_objects(cfg(ascendWeight="5", verifiedAscendImage=verified))
+    ascend = find(objects, "Deployment", "inference-green")
+    assert ascend["metadata"]["annotations"] == {VERIFIED_IMAGE_ANNOTATION: verified}
+    assert "annotations" not in find(objects, "Deployment", "inference-blue")["metadata"]
+    unverified = render_objects(cfg(ascendWeight="5"))
+    assert "annotations" not in find(unverified, "Deployment", "inference-green")["metadata"]
