@@ -1,10 +1,11 @@
-"""Stand-ins for `pulumi`, `gh`, `curl` and the `dualstack` commands other modules own, for
+"""Stand-ins for `pulumi`, `gh`, `curl` and `dualstack gate` (which needs a Prometheus), for
 running the pipelines' shell steps (tests/pipeline_harness.py) in a throwaway GitOps repo.
 
-Every stub appends its argv as one JSON line to `$STUB_LOG`. `dualstack ci ...` runs the real
-command. Behaviour is steered by environment variables:
+Every stub appends its argv as one JSON line to `$STUB_LOG`; `dualstack` logs too, then runs
+the real `preview`, `policy-config`, `rollback` and `ci` commands. Behaviour is steered by
+environment variables:
 - `DEPLOYED_<stack>`: the deployed ascendWeight (`pulumi stack output`); unset = first deploy.
-- `PREVIEW_RC_<stack>`, `PULUMI_PREVIEW_RC_<stack>`, `UP_RC_<stack>`, `GATE_RC`: exit codes.
+- `PULUMI_PREVIEW_RC_<stack>`, `UP_RC_<stack>`, `GATE_RC`: exit codes.
 """
 
 from __future__ import annotations
@@ -30,30 +31,16 @@ def rc(name):
 """
 
 DUALSTACK = """
-if argv[:1] == ["ci"]:
+REAL = ("preview", "policy-config", "rollback")
+if argv[:1] != ["ci"]:
+    log("dualstack")
+if argv and (argv[0] == "ci" or argv[0] in REAL):
     os.execv(sys.executable, [sys.executable, "-m", "dualstack", *argv])
-log("dualstack")
-stack = opt("--stack")
-if argv[0] == "preview":
-    print(f"{stack}: ascendWeight 5 -> 20\\npolicies: no-unsafe-weight-jump pass")
-    sys.exit(rc(f"PREVIEW_RC_{stack}"))
-if argv[0] == "policy-config":
-    previous = opt("--previous-weight")
-    rule = {} if previous is None else {"previousWeight": int(previous)}
-    config = {"no-unsafe-weight-jump": rule}
-    pathlib.Path(opt("--output")).write_text(json.dumps(config))
-    sys.exit(0)
 if argv[0] == "gate":
     table = "| criterion | result |\\n|---|---|\\n| p99 | PASS |\\n"
     pathlib.Path(opt("--markdown")).write_text(table)
     print("gate: PASS" if not rc("GATE_RC") else "gate: FAIL")
     sys.exit(rc("GATE_RC"))
-if argv[0] == "rollback":
-    path = pathlib.Path(f"Pulumi.{stack}.yaml")
-    to = opt("--to", "0")
-    path.write_text(re.sub(r'(ascendWeight: )"\\d+"', rf'\\g<1>"{to}"', path.read_text()))
-    print(f"{stack}: ascendWeight -> {to}")
-    sys.exit(0)
 sys.exit(f"stub dualstack: unexpected {argv}")
 """
 
@@ -66,12 +53,8 @@ if argv[:2] == ["stack", "output"]:
         sys.exit("error: current stack does not have output property 'ascendWeight'")
     print(weight)
     sys.exit(0)
-if argv[:2] == ["stack", "export"]:
-    urn = (f"urn:pulumi:{stack}::dualstack-inference::kubernetes:networking.istio.io/v1:"
-           "VirtualService::inference-traffic-virtual-service")
-    print(json.dumps({"version": 3, "deployment": {"resources": [
-        {"urn": urn, "type": "kubernetes:networking.istio.io/v1:VirtualService"}]}}))
-    sys.exit(0)
+if argv[:2] == ["config", "set"]:
+    sys.exit("error: PULUMI_ACCESS_TOKEN must be set for login in non-interactive sessions")
 if argv[0] == "preview":
     print(f"Previewing update ({stack})\\nPolicies:\\n    dualstack-policies: all pass")
     sys.exit(rc(f"PULUMI_PREVIEW_RC_{stack}"))

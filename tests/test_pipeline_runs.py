@@ -1,4 +1,5 @@
-"""The pipelines' own shell steps, run in a throwaway GitOps repo with stub `pulumi`.
+"""The pipelines' own shell steps, run in a throwaway GitOps repo with stub `pulumi` and the
+real `dualstack preview`, `policy-config` and `rollback` (policies included).
 
 GitHub jobs and GitLab jobs get the same scenarios and must make the same calls: the offline
 preview always; with credentials the deployed weight, the policy-pack config and `pulumi
@@ -8,6 +9,7 @@ per changed stack in deploy order; the emergency rollback's targeted `up`.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,15 @@ from tests.pipeline_harness import (
 )
 from tests.pipeline_stubs import calls, install_stubs, make_gitops, set_weight
 
+PARENT = "urn:pulumi:prod::dualstack-inference::dualstack:index:DualStackInference"
+VS_URN = (
+    f"{PARENT}$dualstack:index:TrafficSplit$kubernetes:networking.istio.io/v1:VirtualService"
+    "::inference-traffic-virtual-service"
+)
+NVIDIA_DEPLOYMENT_URN = (
+    f"{PARENT}$dualstack:index:InferenceWorkload$kubernetes:apps/v1:Deployment"
+    "::inference-nvidia-deployment"
+)
 PROMETHEUS = "http://127.0.0.1:9/"  # never contacted: `dualstack gate` is a stub here
 TOKEN = "pul-test-token"
 
@@ -135,10 +146,11 @@ def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict) -> No
             "reports/prod/gate.md",
         ],
     ]
-    assert (gitops["repo"] / cfg).read_text() == '{"no-unsafe-weight-jump": {"previousWeight": 5}}'
+    pack_config = json.loads((gitops["repo"] / cfg).read_text())
+    assert pack_config["no-unsafe-weight-jump"]["previousWeight"] == 5
     assert "✅ passed" in report
     assert "| `prod` | ✅ pass | ✅ pass | ✅ pass | ✅ pass |" in report
-    assert "prod: ascendWeight 5 -> 20" in report
+    assert "Ascend weight: 5% -> 20%" in report
     assert "| p99 | PASS |" in report
 
 
@@ -146,7 +158,7 @@ def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict) -> No
 def test_pr_without_credentials_previews_offline_only(platform: str, gitops: dict) -> None:
     pr_branch(gitops["repo"], prod=20, staging=50)
     passed, report, _ = run_pr(platform, gitops)
-    assert passed
+    assert passed, report
     assert calls(gitops["log"]) == [
         ["dualstack", "preview", "--stack", "staging", "--base", "origin/main"],
         ["dualstack", "preview", "--stack", "prod", "--base", "origin/main"],
@@ -159,16 +171,17 @@ def test_pr_without_credentials_previews_offline_only(platform: str, gitops: dic
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_mandatory_violation_fails_the_check_but_still_reports(platform: str, gitops) -> None:
     pr_branch(gitops["repo"], prod=80)
-    passed, report, ran = run_pr(platform, gitops, PREVIEW_RC_prod="1")
+    passed, report, ran = run_pr(platform, gitops)
     assert not passed
     assert "| `prod` | ❌ failed (exit 1) |" in report
+    assert "FAIL no-unsafe-weight-jump [mandatory]" in report
     if platform == "github":
         assert ran[-1] == "Fail on a mandatory policy violation or an error"
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_failing_online_preview_fails_the_check(platform: str, gitops: dict) -> None:
-    pr_branch(gitops["repo"], prod=80)
+    pr_branch(gitops["repo"], prod=20)
     passed, report, _ = run_pr(
         platform, gitops, TOKEN, DEPLOYED_prod="5", PULUMI_PREVIEW_RC_prod="255"
     )
@@ -186,9 +199,12 @@ def test_first_deploy_has_no_previous_weight(platform: str, gitops: dict) -> Non
         "policy-config",
         "--stack",
         "prod",
+        "--first-deploy",
         "--output",
         "reports/prod/policy-config.json",
     ] in calls(gitops["log"])
+    pack_config = json.loads((gitops["repo"] / "reports/prod/policy-config.json").read_text())
+    assert "previousWeight" not in pack_config["no-unsafe-weight-jump"]
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
@@ -205,7 +221,7 @@ def test_unresolvable_base_fails_closed(platform: str, gitops: dict) -> None:
     git(gitops["repo"], "update-ref", "-d", "refs/remotes/origin/main")
     if platform == "gitlab":  # the job fetches the target branch itself
         git(gitops["repo"], "remote", "set-url", "origin", str(gitops["repo"] / "missing"))
-    passed, report, _ = run_pr(platform, gitops, PREVIEW_RC_prod="1")
+    passed, report, _ = run_pr(platform, gitops)
     assert not passed
     assert report == ""  # no "nothing changed, passed" comment
     assert calls(gitops["log"]) == []
@@ -228,8 +244,6 @@ def run_up_github(gitops: dict, before: str, token: str, ref: str = "refs/heads/
     up = workflow["jobs"]["up"]
     if not github_if(up["if"], contexts, False):
         return outputs["stacks"], []
-    import json
-
     results = []
     for stack in json.loads(outputs["stacks"]):
         runs, _ = run_github_job(
@@ -378,24 +392,23 @@ def test_github_emergency_rollback_applies_then_opens_the_pr(gitops: dict) -> No
     env = {**gitops["env"], "GITHUB_RUN_ID": "4242"}
     runs, _ = run_github_job(workflow, "rollback", contexts, repo, env)
     assert all(run.rc == 0 for run in runs if run.ran), [r for r in runs if r.rc]
-    log = calls(gitops["log"], ("dualstack", "pulumi", "gh"))
-    urn = (
-        "urn:pulumi:prod::dualstack-inference::kubernetes:networking.istio.io/v1:"
-        "VirtualService::inference-traffic-virtual-service"
-    )
+    log = [
+        argv
+        for argv in calls(gitops["log"], ("dualstack", "pulumi", "gh"))
+        if argv[:2] != ["pulumi", "config"]
+    ]  # rollback tries `pulumi config set` first
     assert log[0] == ["dualstack", "rollback", "--stack", "prod"]
-    assert log[1] == ["pulumi", "stack", "export", "--stack", "prod"]
-    assert log[2] == [
+    assert log[1] == [
         "pulumi",
         "up",
         "--yes",
         "--stack",
         "prod",
         "--target",
-        urn,
+        VS_URN,
         "--target-dependents",
     ]
-    assert log[3][:3] == ["gh", "pr", "create"]
+    assert log[2][:3] == ["gh", "pr", "create"]
     pushed = git(gitops["origin"], "show", "rollback/prod-4242:Pulumi.prod.yaml")
     assert 'ascendWeight: "0"' in pushed
     message = git(gitops["origin"], "log", "-1", "--format=%s", "rollback/prod-4242")
@@ -411,8 +424,9 @@ def test_github_emergency_rollback_only_from_the_default_branch() -> None:
 
 
 def test_gitlab_emergency_rollback_without_git_token_fails_loudly(gitops: dict) -> None:
-    """The cluster is rolled back; not recording it in git must fail the job, not pass."""
-    set_weight(gitops["repo"], "prod", 50)
+    """Leaving 100 %: NVIDIA's Deployment is targeted before the VirtualService. The cluster
+    is rolled back; not recording it in git must fail the job, not pass."""
+    set_weight(gitops["repo"], "prod", 100)
     config = load_yaml(GITLAB_CI)
     ci = {
         "CI_PIPELINE_SOURCE": "web",
@@ -420,15 +434,27 @@ def test_gitlab_emergency_rollback_without_git_token_fails_loudly(gitops: dict) 
         "CI_DEFAULT_BRANCH": "main",
         "CI_PROJECT_DIR": str(gitops["repo"]),
         "PULUMI_ACCESS_TOKEN": TOKEN,
-        "ROLLBACK_TO": "5",
+        "ROLLBACK_TO": "80",
     }
     job = gitlab_job(config, "rollback:prod")
     assert gitlab_rule(job, gitlab_variables(config, job, ci)) == "manual"
     done = run_gitlab_job(config, "rollback:prod", ci, gitops["repo"], gitops["env"])
     assert done.returncode == 1
     assert "NOT in git" in done.stdout
-    assert '+  dualstack-inference:ascendWeight: "5"' in done.stdout  # the diff to commit
-    log = calls(gitops["log"])
-    assert log[0] == ["dualstack", "rollback", "--stack", "prod", "--to", "5"]
-    assert log[-1][:7] == ["pulumi", "up", "--yes", "--stack", "prod", "--target", log[-1][6]]
-    assert log[-1][-1] == "--target-dependents"
+    assert '+  dualstack-inference:ascendWeight: "80"' in done.stdout  # the diff to commit
+    log = [argv for argv in calls(gitops["log"]) if argv[:2] != ["pulumi", "config"]]
+    assert log == [
+        ["dualstack", "rollback", "--stack", "prod", "--to", "80"],
+        [
+            "pulumi",
+            "up",
+            "--yes",
+            "--stack",
+            "prod",
+            "--target",
+            NVIDIA_DEPLOYMENT_URN,
+            "--target",
+            VS_URN,
+            "--target-dependents",
+        ],
+    ]

@@ -193,8 +193,8 @@ def test_github_up_uses_the_policy_pack_except_the_targeted_rollback() -> None:
     for name, job_id, step in all_github_run_scripts():
         joined = re.sub(r"\\\n\s*", "", step["run"])  # shell line continuations
         for line in re.findall(r"(?m)^\s*(pulumi up\b.*)$", joined):
-            if "--target " in line:
-                assert job_id == "rollback" and "--target-dependents" in line
+            if "--target-dependents" in line:
+                assert job_id == "rollback" and '"${targets[@]}"' in line
             else:
                 assert "--policy-pack policies --policy-pack-config" in line, (name, line)
             checked += 1
@@ -333,7 +333,8 @@ def test_gitlab_rollback_is_manual_and_targeted() -> None:
         assert job["needs"] == []  # not held back by a failed stage of its pipeline
         text = script(job)
         assert 'dualstack rollback --stack "$STACK"' in text
-        assert 'pulumi up --yes --stack "$STACK" --target "$urn" --target-dependents' in text
+        assert 'dualstack ci rollback-targets --stack "$STACK" --base HEAD' in text
+        assert 'pulumi up --yes --stack "$STACK" "${targets[@]}" --target-dependents' in text
 
 
 # ------------------------------------------------------------------ README walkthrough

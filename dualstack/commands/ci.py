@@ -4,7 +4,7 @@
 - `report --dir DIR --stacks "S ..." --output FILE`: the pull-request comment; exit code is
   the check's verdict (0 pass, 1 mandatory violation or failed check, 2 error).
 - `gitlab-note FILE`: post or update that comment on the merge request.
-- `urn --kind KIND`: the deployed URN of a resource, from `pulumi stack export` on stdin.
+- `rollback-targets --stack S`: the URNs the emergency rollback's `pulumi up --target` takes.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dualstack.changes import ChangesError, changed_stacks
 from dualstack.ci_report import read_results, render, verdict
 from dualstack.gitlab_note import GitLabNoteError, MergeRequest, upsert_note
 from dualstack.project import find_root
-from dualstack.pulumi_state import StateError, kubernetes_urn, parse_export
+from dualstack.rollback_targets import rollback_targets
 
 GITLAB_TOKEN_VARIABLE = "GITLAB_API_TOKEN"
 """CI/CD variable holding a project access token (`api` scope) for the merge-request note."""
@@ -29,7 +29,7 @@ GITLAB_TOKEN_VARIABLE = "GITLAB_API_TOKEN"
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "ci",
-        help="pipeline helpers: changed stacks, PR report, GitLab note, deployed URN",
+        help="pipeline helpers: changed stacks, PR report, GitLab note, rollback targets",
         description="Steps shared by .github/workflows and .gitlab-ci.yml.",
     )
     steps = parser.add_subparsers(dest="step", required=True, metavar="STEP")
@@ -76,12 +76,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     note.set_defaults(func=run_gitlab_note)
 
-    urn = steps.add_parser(
-        "urn",
-        help="the URN of one deployed Kubernetes resource, from `pulumi stack export` on stdin",
+    targets = steps.add_parser(
+        "rollback-targets",
+        help="URNs for the emergency `pulumi up --target`, one per line",
+        description="After `dualstack rollback` edited the stack file: the VirtualService, and "
+        "NVIDIA's Deployment first when the rollback needs more NVIDIA pods.",
     )
-    urn.add_argument("--kind", default="VirtualService", help="Kubernetes kind")
-    urn.set_defaults(func=run_urn)
+    targets.add_argument("--stack", required=True)
+    targets.add_argument(
+        "--base", default="HEAD", metavar="GIT_REF", help="the config before the rollback"
+    )
+    targets.set_defaults(func=run_rollback_targets)
 
 
 def _fail(exc: Exception) -> int:
@@ -92,7 +97,7 @@ def _fail(exc: Exception) -> int:
 def _guarded(step: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     try:
         return step(args)
-    except (ChangesError, GitLabNoteError, StateError) as exc:
+    except (ChangesError, GitLabNoteError) as exc:
         return _fail(exc)
 
 
@@ -158,9 +163,7 @@ def run_gitlab_note(args: argparse.Namespace) -> int:
     return _guarded(step, args)
 
 
-def run_urn(args: argparse.Namespace) -> int:
-    def step(args: argparse.Namespace) -> int:
-        print(kubernetes_urn(parse_export(sys.stdin.read()), args.kind))
-        return 0
-
-    return _guarded(step, args)
+def run_rollback_targets(args: argparse.Namespace) -> int:
+    root = find_root(Path(args.cwd) if args.cwd else None)
+    print("\n".join(rollback_targets(root, args.stack, args.base)))
+    return 0
