@@ -9,6 +9,7 @@ import pulumi
 import pulumi.runtime.config as pulumi_config
 
 from components.node_pools import AcceleratorNodePool
+from components.precision import PrecisionCheck
 from components.settings import HARDWARE, PROJECT, Settings, SettingsError, load_settings
 from components.traffic import TrafficSplit
 from components.workloads import InferenceWorkload
@@ -42,6 +43,12 @@ class DualStackInference(pulumi.ComponentResource):
             settings,
             pulumi.ResourceOptions(parent=self, depends_on=list(self.workloads.values())),
         )
+        if settings.precision_check.enabled:  # calls both direct Services, so after them
+            self.precision = PrecisionCheck(
+                f"{name}-precision",
+                settings,
+                pulumi.ResourceOptions(parent=self, depends_on=list(self.workloads.values())),
+            )
         self.register_outputs({})
 
 

@@ -22,6 +22,8 @@ COMMANDS = (
     "promote",
     "rollback",
     "policy_config",
+    "precision_check",
+    "verify_precision",
     "ci",
 )
 """Modules of `dualstack.commands`; each has `register(subparsers)` setting `func`."""

@@ -1,0 +1,249 @@
+"""The in-cluster precision check: a ConfigMap with the checker and prompts, a Job running it
+against both direct Services, and optionally a CronJob re-running it.
+
+The checker is the stdlib-only package `dualstack.precision_check`, shipped file by file in
+the ConfigMap and run as `python3 -m precision_check` in a stock Python image. The Job's name
+carries a hash of everything it runs (both images, the check settings, the prompts, the
+checker's source), so a new Ascend image means a new Job, and an unchanged stack keeps its
+finished Job. pulumi-kubernetes waits for a Job to complete (pulumi/pulumi-kubernetes#633),
+so a failed check also fails `pulumi up`.
+
+Job facts (kubernetes.io/docs/concepts/workloads/controllers/job/): `podFailurePolicy` needs
+`restartPolicy: Never`; exit code 1 (a real mismatch) fails the Job at once, while exit 2
+(could not complete, e.g. a backend still starting) is retried up to `backoffLimit`; pod
+disruptions (eviction, preemption) are not counted against it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+import dualstack.precision_check as checker
+from components.naming import direct_service_name, service_host
+from components.settings import Hardware, Settings
+
+PACKAGE = Path(checker.__file__).parent
+MOUNT = "/opt/precision-check"
+PROMPTS_KEY = "prompts.jsonl"
+CONTAINER_NAME = "precision-check"
+RUN_AS_USER = 65534  # `nobody` in Debian-based images such as python:3.12-slim
+MISMATCH_EXIT_CODE = checker.EXIT_MISMATCH
+
+
+def checker_files() -> dict[str, str]:
+    """The checker's Python files by name (`cli.py` -> source), as shipped in the ConfigMap."""
+    return {path.name: path.read_text(encoding="utf-8") for path in sorted(PACKAGE.glob("*.py"))}
+
+
+def prompts_jsonl(settings: Settings) -> str:
+    """The prompts the Job sends, as JSON lines: the stack's `prompts` or the built-in set."""
+    prompts = settings.precision_check.prompt_list() or checker.load_prompts(None)
+    return checker.to_jsonl(prompts)
+
+
+def config_map_data(settings: Settings) -> dict[str, str]:
+    """ConfigMap data: every checker file plus `prompts.jsonl`."""
+    return {**checker_files(), PROMPTS_KEY: prompts_jsonl(settings)}
+
+
+def backend_url(settings: Settings, hardware: Hardware) -> str:
+    """Base URL of one backend's direct Service, bypassing the split:
+    `http://inference-service-ascend.inference.svc.cluster.local:8000`."""
+    host = service_host(settings, direct_service_name(settings, hardware))
+    return f"http://{host}:{settings.service.port}"
+
+
+def check_options(settings: Settings) -> checker.Options:
+    """What the Job checks: both direct Services, the stack's check settings and images."""
+    check = settings.precision_check
+    return checker.Options(
+        nvidia=backend_url(settings, "nvidia"),
+        ascend=backend_url(settings, "ascend"),
+        prompts=f"{MOUNT}/{PROMPTS_KEY}",
+        nvidia_image=settings.nvidia.image,
+        ascend_image=settings.ascend.image,
+        pushgateway=check.pushgateway_url,
+        push_labels=(f"namespace={settings.namespace}",) if check.pushgateway_url else (),
+        **check.check_fields(),
+    )
+
+
+def names(settings: Settings) -> dict[str, str]:
+    """Object name prefixes: ConfigMap, Job (hash appended) and CronJob; all within the
+    63-character limit of a Job name (its pods get a `job-name` label)."""
+    prefix = settings.service.name[:30].rstrip("-") + "-precision"
+    return {"configMap": f"{prefix}-check", "job": prefix, "cronJob": f"{prefix}-recheck"}
+
+
+def labels(settings: Settings) -> dict[str, str]:
+    """Labels of every object of the check. Deliberately no `app` label: the shared Service
+    selects pods by `app`, and the check's pod must not receive inference traffic."""
+    return {
+        "app.kubernetes.io/name": "precision-check",
+        "app.kubernetes.io/part-of": settings.service.name,
+    }
+
+
+def pod_template(settings: Settings) -> dict[str, Any]:
+    """The check's pod: non-root, read-only root filesystem, no capabilities, no service
+    account token, the ConfigMap mounted read-only, bounded CPU and memory."""
+    check = settings.precision_check
+    res = check.resources
+    items = [{"key": name, "path": f"precision_check/{name}"} for name in checker_files()]
+    items.append({"key": PROMPTS_KEY, "path": PROMPTS_KEY})
+    return {
+        "metadata": {
+            # Without native sidecars an injected Envoy keeps the pod, and the Job, running.
+            "labels": {
+                **labels(settings),
+                "sidecar.istio.io/inject": str(check.istio_sidecar).lower(),
+            },
+        },
+        "spec": {
+            "restartPolicy": "Never",
+            "automountServiceAccountToken": False,
+            "enableServiceLinks": False,
+            "securityContext": {
+                "runAsNonRoot": True,
+                "runAsUser": RUN_AS_USER,
+                "runAsGroup": RUN_AS_USER,
+                "seccompProfile": {"type": "RuntimeDefault"},
+            },
+            "containers": [
+                {
+                    "name": CONTAINER_NAME,
+                    "image": check.image,
+                    "workingDir": MOUNT,
+                    "command": ["python3", "-B", "-u", "-m", "precision_check"],
+                    "args": checker.to_argv(check_options(settings)),
+                    "resources": {
+                        "requests": {"cpu": res.cpu_request, "memory": res.memory_request},
+                        "limits": {"cpu": res.cpu_limit, "memory": res.memory_limit},
+                    },
+                    "securityContext": {
+                        "allowPrivilegeEscalation": False,
+                        "privileged": False,
+                        "readOnlyRootFilesystem": True,
+                        "runAsNonRoot": True,
+                        "capabilities": {"drop": ["ALL"]},
+                    },
+                    "volumeMounts": [{"name": "checker", "mountPath": MOUNT, "readOnly": True}],
+                }
+            ],
+            "volumes": [
+                {
+                    "name": "checker",
+                    "configMap": {
+                        "name": names(settings)["configMap"],
+                        "items": items,
+                        "defaultMode": 0o444,
+                    },
+                }
+            ],
+        },
+    }
+
+
+def job_spec(settings: Settings) -> dict[str, Any]:
+    """The Job spec: bounded retries and run time, cleaned up `ttlSecondsAfterFinished`
+    after it ends; a mismatch (exit 1) fails it without a retry."""
+    check = settings.precision_check
+    return {
+        "backoffLimit": check.backoff_limit,
+        "activeDeadlineSeconds": check.active_deadline_seconds,
+        "ttlSecondsAfterFinished": check.ttl_seconds_after_finished,
+        "podFailurePolicy": {
+            "rules": [
+                {
+                    "action": "FailJob",
+                    "onExitCodes": {
+                        "containerName": CONTAINER_NAME,
+                        "operator": "In",
+                        "values": [MISMATCH_EXIT_CODE],
+                    },
+                },
+                {
+                    "action": "Ignore",
+                    "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+                },
+            ]
+        },
+        "template": pod_template(settings),
+    }
+
+
+def job_hash(settings: Settings) -> str:
+    """10 hex digits of SHA-256 over the Job spec (images, check settings) and the ConfigMap
+    data (checker source, prompts): equal stacks give equal hashes."""
+    payload = json.dumps(
+        {"job": job_spec(settings), "configMap": config_map_data(settings)}, sort_keys=True
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()[:10]
+
+
+def job_name(settings: Settings) -> str:
+    """`<service>-precision-<hash>`, e.g. `inference-service-precision-3f2a9c01de`."""
+    return f"{names(settings)['job']}-{job_hash(settings)}"
+
+
+def cron_job_spec(settings: Settings) -> dict[str, Any]:
+    """A CronJob re-running the same check on `schedule`; never two runs at once."""
+    return {
+        "schedule": settings.precision_check.schedule,
+        "concurrencyPolicy": "Forbid",
+        "startingDeadlineSeconds": 600,
+        "successfulJobsHistoryLimit": 3,
+        "failedJobsHistoryLimit": 3,
+        "jobTemplate": {"metadata": {"labels": labels(settings)}, "spec": job_spec(settings)},
+    }
+
+
+class PrecisionCheck(pulumi.ComponentResource):
+    """The precision check of one stack: ConfigMap (checker + prompts), a Job named by the
+    hash of what it checks, and a CronJob when `precisionCheck.schedule` is set."""
+
+    config_map_name: pulumi.Output[str]
+    job_name: pulumi.Output[str]
+
+    def __init__(
+        self, name: str, settings: Settings, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("dualstack:index:PrecisionCheck", name, None, opts)
+        object_names = names(settings)
+
+        def meta(object_name: str) -> dict[str, Any]:
+            return {
+                "name": object_name,
+                "namespace": settings.namespace,
+                "labels": labels(settings),
+            }
+
+        config_map = k8s.core.v1.ConfigMap(
+            f"{name}-config",
+            metadata=meta(object_names["configMap"]),
+            data=config_map_data(settings),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        after_config = pulumi.ResourceOptions(parent=self, depends_on=[config_map])
+        job = k8s.batch.v1.Job(
+            f"{name}-job",
+            metadata=meta(job_name(settings)),
+            spec=job_spec(settings),
+            opts=after_config,
+        )
+        if settings.precision_check.schedule:
+            k8s.batch.v1.CronJob(
+                f"{name}-cron",
+                metadata=meta(object_names["cronJob"]),
+                spec=cron_job_spec(settings),
+                opts=after_config,
+            )
+        self.config_map_name = config_map.metadata.name
+        self.job_name = job.metadata.name
+        self.register_outputs({"config_map_name": self.config_map_name, "job_name": self.job_name})

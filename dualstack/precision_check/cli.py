@@ -1,0 +1,175 @@
+"""The command line: flags, `run_cli` (shared with `dualstack precision-check`), `main`."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from .compare import run_check
+from .options import (
+    DEFAULTS,
+    ENDPOINTS,
+    EXIT_ERROR,
+    EXIT_PASS,
+    MODES,
+    PREFIX_UNITS,
+    CheckError,
+    Options,
+    flag,
+)
+from .output import PASSED, format_summary, push_metrics
+from .prompts import Prompt, load_prompts
+
+FIELDS = frozenset(f.name for f in dataclasses.fields(Options))
+
+
+def add_arguments(parser: argparse.ArgumentParser, images: bool = True) -> None:
+    """Add every check flag to `parser`; `images=False` leaves out --nvidia-image and
+    --ascend-image (for callers that know the images). Unset flags stay absent from the
+    parsed namespace (`argparse.SUPPRESS`), so `options_from_args` can lay them over other
+    defaults, such as a stack's settings."""
+
+    def option(name: str, text: str, **kwargs: Any) -> None:
+        default = DEFAULTS.get(name)
+        shown = "" if default in (None, ()) else f" (default: {default})"
+        kwargs.setdefault("dest", name)
+        parser.add_argument(flag(name), default=argparse.SUPPRESS, help=text + shown, **kwargs)
+
+    parser.add_argument("--nvidia", required=True, metavar="URL", help="NVIDIA backend base URL")
+    parser.add_argument("--ascend", required=True, metavar="URL", help="Ascend backend base URL")
+    option(
+        "prompts", "JSON-lines file or YAML list of prompts (default: built-in set)", metavar="FILE"
+    )
+    option("endpoint", "OpenAI API to call", choices=tuple(ENDPOINTS))
+    option("model", "`model` field of each request (default: not sent)", metavar="NAME")
+    option("max_tokens", "tokens to generate per prompt", type=int, metavar="N")
+    option("seed", "`seed` field of each request", type=int, metavar="N")
+    parser.add_argument(
+        "--no-seed",
+        dest="seed",
+        action="store_const",
+        const=None,
+        default=argparse.SUPPRESS,
+        help="send no `seed` (for servers that reject it)",
+    )
+    option("mode", "comparison mode", choices=MODES)
+    option("min_match_rate", "%% of prompts that must match", type=float, metavar="PCT")
+    option(
+        "prefix_length", "prefix mode: leading chars/tokens that must agree", type=int, metavar="N"
+    )
+    option("prefix_unit", "prefix mode: unit of --prefix-length", choices=PREFIX_UNITS)
+    option(
+        "tolerance", "logprobs mode: largest absolute logprob difference", type=float, metavar="ABS"
+    )
+    option("concurrency", "requests in flight per backend", type=int, metavar="N")
+    option("timeout", "seconds to wait for one answer", type=float, metavar="S")
+    option("retries", "retries on connection errors and HTTP 5xx/429", type=int, metavar="N")
+    option("backoff", "seconds before the first retry, doubling", type=float, metavar="S")
+    option("deadline", "seconds for the whole check", type=float, metavar="S")
+    option("json_report", "write the JSON report to FILE", metavar="FILE")
+    option("pushgateway", "push precision_check_* metrics to this Pushgateway", metavar="URL")
+    option("push_job", "Pushgateway job name", metavar="NAME")
+    option(
+        "push_labels",
+        "extra grouping label, e.g. namespace=inference (repeatable)",
+        action="append",
+        metavar="KEY=VALUE",
+    )
+    if images:
+        option("nvidia_image", "NVIDIA image under test (metric label)", metavar="IMAGE")
+        option("ascend_image", "Ascend image under test (metric label)", metavar="IMAGE")
+    option("api_key_env", "send `Authorization: Bearer $VAR`", metavar="VAR")
+
+
+def options_from_args(args: argparse.Namespace, base: dict[str, Any] | None = None) -> Options:
+    """Options from parsed flags laid over `base` (field name -> value) and the defaults.
+
+    Raises CheckError naming the flag when a value is out of range.
+    """
+    given = {key: value for key, value in vars(args).items() if key in FIELDS}
+    if "push_labels" in given:
+        given["push_labels"] = tuple(given["push_labels"])
+    return Options(**{**(base or {}), **given})
+
+
+def to_argv(options: Options) -> list[str]:
+    """The flags that reproduce `options`, defaults left out (the Job's container args).
+
+    `options_from_args(parse(to_argv(o))) == o` for every valid `o`.
+    """
+    argv: list[str] = []
+    for f in dataclasses.fields(Options):
+        value = getattr(options, f.name)
+        if f.default is not dataclasses.MISSING and value == f.default:
+            continue
+        if f.name == "seed" and value is None:
+            argv.append("--no-seed")
+        elif isinstance(value, tuple):
+            argv += [arg for item in value for arg in (flag(f.name), item)]
+        else:
+            argv += [flag(f.name), repr(value) if isinstance(value, float) else str(value)]
+    return argv
+
+
+def run_cli(
+    args: argparse.Namespace,
+    base: dict[str, Any] | None = None,
+    prompts: list[Prompt] | None = None,
+) -> int:
+    """Run a check from parsed flags: summary on stdout, `error: <cause>` lines on stderr,
+    then the optional JSON report and push. `base` supplies defaults under the flags;
+    `prompts` replaces the built-in set when no --prompts is given.
+
+    Returns the exit code: 0 pass, 1 mismatch over threshold, 2 could not complete (also
+    when the report cannot be written or the push fails).
+    """
+    try:
+        options = options_from_args(args, base)
+        if options.prompts or prompts is None:
+            prompts = load_prompts(options.prompts)
+        report = run_check(options, prompts)
+    except CheckError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    sys.stdout.write(format_summary(report))
+    problems = report.errors[:1]
+    try:
+        if options.json_report:
+            text = json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n"
+            Path(options.json_report).write_text(text, encoding="utf-8")
+        if options.pushgateway:
+            url = push_metrics(report)
+            print(f"pushed {PASSED}={int(report.exit_code == EXIT_PASS)} to {url}")
+    except OSError as exc:
+        problems.append(f"--json {options.json_report}: {exc.strerror or exc}")
+    except CheckError as exc:
+        problems.append(str(exc))
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    return EXIT_ERROR if problems else report.exit_code
+
+
+def build_parser(prog: str = "precision_check") -> argparse.ArgumentParser:
+    """The stand-alone parser (`python3 -m precision_check --help`)."""
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Send the same prompts to an NVIDIA and an Ascend OpenAI-compatible "
+        "backend and compare the answers.",
+        epilog="Exit codes: 0 pass, 1 mismatch over threshold, 2 could not complete.",
+    )
+    add_arguments(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the stand-alone check (the Job's command); returns the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        return run_cli(args)
+    except Exception as exc:  # a bug must not exit 1, which means "mismatch"
+        print(f"error: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_ERROR

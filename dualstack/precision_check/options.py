@@ -1,0 +1,111 @@
+"""What one run of the check is told: `Options`, their defaults, and the error type."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import urllib.parse
+from dataclasses import dataclass
+
+EXIT_PASS, EXIT_MISMATCH, EXIT_ERROR = 0, 1, 2
+HARDWARE = ("nvidia", "ascend")
+MODES = ("exact", "prefix", "logprobs")
+PREFIX_UNITS = ("chars", "tokens")
+ENDPOINTS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
+"""OpenAI-compatible paths (platform.openai.com/docs/api-reference; vLLM and MindIE serve
+both)."""
+METRIC_LABELS = ("job", "ascend_image", "nvidia_image", "mode")
+"""Labels the pushed series carry themselves; grouping labels must not reuse them."""
+FLAGS = {"json_report": "--json", "push_labels": "--push-label"}
+"""Flags whose name is not `--` + the field name with dashes."""
+
+
+class CheckError(Exception):
+    """The check could not complete; `str()` is the one-line cause."""
+
+
+def flag(name: str) -> str:
+    """The command-line flag of an `Options` field: `max_tokens` -> `--max-tokens`."""
+    return FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
+@dataclass(frozen=True)
+class Options:
+    """Everything one run needs; each field is the command-line flag `flag(name)`.
+
+    Units: `min_match_rate` in %, `timeout`, `backoff` and `deadline` in seconds, `tolerance`
+    in natural-log units (absolute difference of two log-probabilities). `concurrency` is the
+    number of requests in flight on EACH backend. Raises CheckError naming the flag when a
+    value is out of range.
+    """
+
+    nvidia: str
+    ascend: str
+    prompts: str | None = None
+    endpoint: str = "completions"
+    model: str | None = None
+    max_tokens: int = 64
+    seed: int | None = 0
+    mode: str = "exact"
+    min_match_rate: float = 100.0
+    prefix_length: int = 32
+    prefix_unit: str = "chars"
+    tolerance: float = 0.01
+    concurrency: int = 8
+    timeout: float = 60.0
+    retries: int = 3
+    backoff: float = 0.5
+    deadline: float = 600.0
+    json_report: str | None = None
+    pushgateway: str | None = None
+    push_job: str = "precision_check"
+    push_labels: tuple[str, ...] = ()
+    nvidia_image: str | None = None
+    ascend_image: str | None = None
+    api_key_env: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("nvidia", "ascend", "pushgateway"):
+            url = getattr(self, name)
+            parts = urllib.parse.urlsplit(url or "")
+            if url is not None and (parts.scheme not in ("http", "https") or not parts.hostname):
+                raise CheckError(
+                    f"--{name} {url!r}: expected an http(s) URL, e.g. http://host:8000"
+                )
+        choices = {"endpoint": tuple(ENDPOINTS), "mode": MODES, "prefix_unit": PREFIX_UNITS}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise CheckError(f"{flag(name)} {getattr(self, name)!r}: one of {allowed}")
+        for name in ("max_tokens", "prefix_length", "concurrency"):
+            if getattr(self, name) < 1:
+                raise CheckError(f"{flag(name)} {getattr(self, name)}: must be at least 1")
+        for name in ("timeout", "deadline", "tolerance"):
+            if not getattr(self, name) > 0:
+                raise CheckError(f"{flag(name)} {getattr(self, name)}: must be above 0")
+        for name in ("retries", "backoff"):
+            if getattr(self, name) < 0:
+                raise CheckError(f"{flag(name)} {getattr(self, name)}: must not be negative")
+        if not 0 <= self.min_match_rate <= 100:
+            raise CheckError(f"--min-match-rate {self.min_match_rate}: a percentage, 0..100")
+        for label in self.push_labels:
+            key, sep, value = label.partition("=")
+            if not sep or not key.isidentifier() or not value or key in METRIC_LABELS:
+                raise CheckError(
+                    f"--push-label {label!r}: expected KEY=VALUE with KEY not one of "
+                    f"{', '.join(METRIC_LABELS)}"
+                )
+        if self.pushgateway and not self.ascend_image:
+            raise CheckError("--pushgateway needs --ascend-image: the gate reads results by it")
+        if self.api_key_env and not os.environ.get(self.api_key_env):
+            raise CheckError(f"--api-key-env {self.api_key_env}: that variable is not set")
+
+    @property
+    def wants_tokens(self) -> bool:
+        """True when the comparison needs the backends' tokens (`logprobs` is requested)."""
+        return self.mode == "logprobs" or (self.mode == "prefix" and self.prefix_unit == "tokens")
+
+
+DEFAULTS = {
+    f.name: f.default for f in dataclasses.fields(Options) if f.default is not dataclasses.MISSING
+}
+"""Default of every optional field, by field name (the stack's settings model reuses them)."""
