@@ -24,6 +24,7 @@ COMMANDS = (
     "policy_config",
     "precision_check",
     "verify_precision",
+    "ci",
 )
 """Modules of `dualstack.commands`; each has `register(subparsers)` setting `func`."""
 

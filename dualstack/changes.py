@@ -1,0 +1,134 @@
+"""Which stacks a git change touches, in deploy order: what the pipelines preview and `up`.
+
+A stack is touched when its `Pulumi.<stack>.yaml` changed, or when the program every stack
+runs changed (`PROGRAM_PATHS`): then every stack is. Stacks deploy non-production first and
+production last (`deploy_order`), so staging takes a change before prod does.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+STACK_FILE = re.compile(r"^Pulumi\.(?P<stack>[A-Za-z0-9_.-]+)\.ya?ml$")
+"""`Pulumi.<stack>.yaml` at the repo root (Pulumi also reads `.yml`)."""
+
+PROGRAM_PATHS = ("Pulumi.yaml", "__main__.py", "components/", "policies/", "pyproject.toml")
+"""Files and folders (ending in `/`) whose change touches every stack: the program, the
+policy pack and the pinned SDK versions."""
+
+PRODUCTION = re.compile(r"^(prod|production)([-_.].*)?$")
+"""Stack names deployed last: `prod`, `production`, `prod-eu`, `production_2`."""
+
+NULL_COMMIT = "0" * 40
+"""The `before` commit GitHub and GitLab report for the first push of a branch."""
+
+
+class ChangesError(RuntimeError):
+    """Git cannot compare the two refs (unknown ref, not a repository, git missing)."""
+
+
+@dataclass(frozen=True)
+class StackChanges:
+    """The answer for one comparison.
+
+    `stacks`: touched stacks that exist at head, in deploy order. `removed`: touched stacks
+    whose stack file is gone at head (a human decides on `pulumi stack rm`). `reason`: why,
+    one line, for the job log.
+    """
+
+    stacks: tuple[str, ...]
+    removed: tuple[str, ...] = ()
+    reason: str = ""
+    paths: tuple[str, ...] = field(default=(), repr=False)
+
+
+def is_production(stack: str) -> bool:
+    """True for the stacks deployed last (see `PRODUCTION`)."""
+    return PRODUCTION.match(stack) is not None
+
+
+def deploy_order(stacks: Iterable[str]) -> list[str]:
+    """Unique stacks, non-production first, each group alphabetical: [staging, prod]."""
+    return sorted(set(stacks), key=lambda stack: (is_production(stack), stack))
+
+
+def stack_of(path: str) -> str | None:
+    """The stack a repo-relative path configures, or None: `Pulumi.prod.yaml` -> `prod`."""
+    match = STACK_FILE.match(path)
+    return match["stack"] if match else None
+
+
+def touches_program(path: str) -> bool:
+    """True when `path` is part of what every stack runs (`PROGRAM_PATHS`)."""
+    return any(
+        path.startswith(prefix) if prefix.endswith("/") else path == prefix
+        for prefix in PROGRAM_PATHS
+    )
+
+
+def stacks_touched(paths: Iterable[str], stacks_at_head: Iterable[str]) -> StackChanges:
+    """The stacks a set of changed paths touches.
+
+    `paths`: repo-relative paths changed between base and head (old and new names of a
+    rename). `stacks_at_head`: the stacks whose file exists at head.
+    """
+    paths = tuple(sorted(set(paths)))
+    present = set(stacks_at_head)
+    program = [path for path in paths if touches_program(path)]
+    named = {stack for path in paths if (stack := stack_of(path)) is not None}
+    if program:
+        touched = present | named
+        reason = f"the program changed ({', '.join(program[:3])}): every stack"
+    else:
+        touched = named
+        reason = f"{len(named)} stack file(s) changed" if named else "no stack file changed"
+    return StackChanges(
+        stacks=tuple(deploy_order(touched & present)),
+        removed=tuple(deploy_order(touched - present)),
+        reason=reason,
+        paths=paths,
+    )
+
+
+def _git(root: Path, *args: str) -> str:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ChangesError(f"git {args[0]}: {exc}") from None
+    if done.returncode != 0:
+        detail = done.stderr.strip().splitlines()
+        raise ChangesError(f"git {' '.join(args)}: {detail[-1] if detail else 'failed'}")
+    return done.stdout
+
+
+def stacks_at(root: Path, ref: str) -> list[str]:
+    """Stacks whose `Pulumi.<stack>.yaml` exists at the repo root at `ref`."""
+    names = _git(root, "ls-tree", "--name-only", "-z", f"{ref}^{{tree}}").split("\0")
+    return deploy_order(stack for name in names if (stack := stack_of(name)))
+
+
+def changed_stacks(root: Path, base: str | None, head: str = "HEAD") -> StackChanges:
+    """The stacks `head` changes relative to its merge base with `base`, in deploy order.
+
+    `base` None, empty or the null commit (first push of a branch) means every stack: with
+    nothing to compare, deploying every stack from git is the state git describes.
+    Renames count as a deletion plus an addition. Raises ChangesError when git cannot
+    resolve a ref (a shallow clone without the base: fetch it with depth 0).
+    """
+    present = stacks_at(root, head)
+    if not base or base.strip("0") == "":
+        return StackChanges(tuple(present), reason="no base commit to compare with: every stack")
+    try:
+        _git(root, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}")
+    except ChangesError:
+        raise ChangesError(
+            f"base {base!r} is not a commit of this clone (shallow clone? fetch with depth 0)"
+        ) from None
+    out = _git(root, "diff", "--name-only", "--no-renames", "-z", f"{base}...{head}")
+    return stacks_touched([path for path in out.split("\0") if path], present)

@@ -1,0 +1,169 @@
+"""`dualstack ci ...`: the small steps the GitHub and GitLab pipelines share.
+
+- `changed-stacks --base REF`: touched stacks in deploy order (staging before prod).
+- `report --dir DIR --stacks "S ..." --output FILE`: the pull-request comment; exit code is
+  the check's verdict (0 pass, 1 mandatory violation or failed check, 2 error).
+- `gitlab-note FILE`: post or update that comment on the merge request.
+- `rollback-targets --stack S`: the URNs the emergency rollback's `pulumi up --target` takes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from dualstack.changes import ChangesError, changed_stacks
+from dualstack.ci_report import read_results, render, verdict
+from dualstack.gitlab_note import GitLabNoteError, MergeRequest, upsert_note
+from dualstack.project import find_root
+from dualstack.rollback_targets import rollback_targets
+
+GITLAB_TOKEN_VARIABLE = "GITLAB_API_TOKEN"
+"""CI/CD variable holding a project access token (`api` scope) for the merge-request note."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "ci",
+        help="pipeline helpers: changed stacks, PR report, GitLab note, rollback targets",
+        description="Steps shared by .github/workflows and .gitlab-ci.yml.",
+    )
+    steps = parser.add_subparsers(dest="step", required=True, metavar="STEP")
+
+    changes = steps.add_parser(
+        "changed-stacks",
+        help="stacks touched since BASE, deploy order (non-production first)",
+        description="Print the stacks whose Pulumi.<stack>.yaml changed between the merge base "
+        "of BASE and HEAD (every stack when the program changed), space-separated or as JSON.",
+    )
+    changes.add_argument(
+        "--base",
+        required=True,
+        metavar="GIT_REF",
+        help="target branch ref or previous commit; empty or all zeros means every stack",
+    )
+    changes.add_argument("--head", default="HEAD", metavar="GIT_REF")
+    changes.add_argument("--json", action="store_true", help="print a JSON list (a job matrix)")
+    changes.set_defaults(func=run_changed_stacks)
+
+    report = steps.add_parser(
+        "report",
+        help="assemble the pull-request comment; exit code is the verdict",
+        description="Read DIR/<stack>/<check>.{txt,md,rc,skipped} and write the Markdown "
+        "report. Exit 0 pass, 1 a mandatory policy violation or failed check, 2 an error.",
+    )
+    report.add_argument("--dir", type=Path, required=True, help="where the checks recorded")
+    report.add_argument("--stacks", default="", help="the changed stacks, space-separated")
+    report.add_argument("--output", type=Path, required=True, help="Markdown file to write")
+    report.add_argument("--heading", default="dualstack pull-request check")
+    report.set_defaults(func=run_report)
+
+    note = steps.add_parser(
+        "gitlab-note",
+        help="post or update the report note on the GitLab merge request",
+        description=f"Uses CI_API_V4_URL, CI_PROJECT_ID, CI_MERGE_REQUEST_IID and "
+        f"{GITLAB_TOKEN_VARIABLE}; skips (exit 0) when the token is not set.",
+    )
+    note.add_argument("file", type=Path, help="the Markdown report")
+    note.add_argument(
+        "--update-only",
+        action="store_true",
+        help="update an earlier report note but create none (no stack changed any more)",
+    )
+    note.set_defaults(func=run_gitlab_note)
+
+    targets = steps.add_parser(
+        "rollback-targets",
+        help="URNs for the emergency `pulumi up --target`, one per line",
+        description="After `dualstack rollback` edited the stack file: the VirtualService, and "
+        "NVIDIA's Deployment first when the rollback needs more NVIDIA pods.",
+    )
+    targets.add_argument("--stack", required=True)
+    targets.add_argument(
+        "--base", default="HEAD", metavar="GIT_REF", help="the config before the rollback"
+    )
+    targets.set_defaults(func=run_rollback_targets)
+
+
+def _fail(exc: Exception) -> int:
+    print(f"error: {exc}", file=sys.stderr)
+    return 2
+
+
+def _guarded(step: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    try:
+        return step(args)
+    except (ChangesError, GitLabNoteError) as exc:
+        return _fail(exc)
+
+
+def run_changed_stacks(args: argparse.Namespace) -> int:
+    def step(args: argparse.Namespace) -> int:
+        root = find_root(Path(args.cwd) if args.cwd else None)
+        found = changed_stacks(root, args.base, args.head)
+        print(
+            f"changed stacks: {' '.join(found.stacks) or 'none'} ({found.reason})", file=sys.stderr
+        )
+        for stack in found.removed:
+            print(
+                f"warning: Pulumi.{stack}.yaml was removed; stack {stack} is not deployed. "
+                f"Remove it by hand: pulumi destroy --stack {stack}",
+                file=sys.stderr,
+            )
+        print(json.dumps(list(found.stacks)) if args.json else " ".join(found.stacks))
+        return 0
+
+    return _guarded(step, args)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    stacks = args.stacks.replace(",", " ").split()
+    results = read_results(args.dir, stacks)
+    text = render(results, heading=args.heading)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(text, encoding="utf-8")
+    table = [line for line in text.splitlines() if line.startswith(("###", "|"))]
+    print("\n".join(table))
+    return verdict(results)
+
+
+def run_gitlab_note(args: argparse.Namespace) -> int:
+    token = os.environ.get(GITLAB_TOKEN_VARIABLE, "")
+    if not token:
+        print(
+            f"gitlab-note: {GITLAB_TOKEN_VARIABLE} is not set; the report stays in the job "
+            "log and artifacts",
+            file=sys.stderr,
+        )
+        return 0
+    missing = [
+        v
+        for v in ("CI_API_V4_URL", "CI_PROJECT_ID", "CI_MERGE_REQUEST_IID")
+        if not os.environ.get(v)
+    ]
+    if missing:
+        return _fail(ValueError(f"not in a merge-request pipeline: {', '.join(missing)} unset"))
+    body = args.file.read_text(encoding="utf-8")
+    mr = MergeRequest(
+        os.environ["CI_API_V4_URL"],
+        os.environ["CI_PROJECT_ID"],
+        os.environ["CI_MERGE_REQUEST_IID"],
+        token,
+    )
+
+    def step(_args: argparse.Namespace) -> int:
+        action, note_id = upsert_note(mr, body, create=not args.update_only)
+        print(f"gitlab-note: {action} note {note_id}", file=sys.stderr)
+        return 0
+
+    return _guarded(step, args)
+
+
+def run_rollback_targets(args: argparse.Namespace) -> int:
+    root = find_root(Path(args.cwd) if args.cwd else None)
+    print("\n".join(rollback_targets(root, args.stack, args.base)))
+    return 0

@@ -1,0 +1,35 @@
+"""What the emergency-rollback job hands to `pulumi up --target`: the traffic split, and
+NVIDIA's Deployment first when the rollback needs more NVIDIA pods (leaving 100 %).
+
+The rule and the URNs are `dualstack.emergency`'s (the same `dualstack rollback` prints):
+targeting NVIDIA's Deployment only when it grows keeps an emergency apply from rolling out
+anything else that is merged but not yet deployed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from components.settings import load_settings
+from components.workloads import replicas_for
+from dualstack.emergency import deployment_urn, virtual_service_urn
+from dualstack.stackfile import StackFileError, read_config, read_config_at
+
+
+def rollback_targets(root: Path, stack: str, base: str) -> list[str]:
+    """URNs to target after `dualstack rollback` edited `Pulumi.<stack>.yaml` in `root`.
+
+    `base`: the git ref holding the config before the rollback (in CI: HEAD). Returns
+    [NVIDIA Deployment URN (only when NVIDIA replicas grow), VirtualService URN]. Raises
+    StackFileError when the stack file is missing at `base`, SettingsError when either side
+    does not validate.
+    """
+    before_config = read_config_at(root, stack, base)
+    if before_config is None:
+        raise StackFileError(f"Pulumi.{stack}.yaml does not exist at {base}")
+    before = load_settings(before_config)
+    after = load_settings(read_config(root, stack))
+    targets = [virtual_service_urn(after, stack)]
+    if replicas_for(after, "nvidia") > replicas_for(before, "nvidia"):
+        targets.insert(0, deployment_urn(stack, "nvidia"))
+    return targets
