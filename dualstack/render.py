@@ -11,13 +11,14 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pulumi
 import yaml
 
 from components.settings import PROJECT, Settings, load_settings
-from dualstack.mocks import RecordingMocks, Registered
+
+if TYPE_CHECKING:
+    from dualstack.mocks import Registered
 
 KUBERNETES_PREFIX = "kubernetes:"
 TOP_LEVEL_ORDER = ("apiVersion", "kind", "metadata")
@@ -39,7 +40,12 @@ def run_program(config: Mapping[str, Any], stack: str) -> list[Registered]:
 
     Raises pulumi.RunError (invalid config) or whatever the program raises.
     """
-    from components.stack import main  # imported late: pulumi_kubernetes is the slow import
+    # Imported here, not at the top: pulumi and pulumi_kubernetes take most of a second to
+    # import, and commands that never render (status, ci, --help) should not pay for them.
+    import pulumi
+
+    from components.stack import main
+    from dualstack.mocks import RecordingMocks
 
     mocks = RecordingMocks()
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=True)

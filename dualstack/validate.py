@@ -17,7 +17,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import kubernetes_validate
 from jsonschema import Draft7Validator
 from jsonschema.exceptions import best_match
 
@@ -69,6 +68,8 @@ def is_core(obj: Mapping[str, Any]) -> bool:
 def object_errors(obj: Mapping[str, Any], k8s_version: str = KUBERNETES_VERSION) -> list[str]:
     """Schema errors of one object as `path: message` strings; [] when it is valid."""
     if is_core(obj):
+        import kubernetes_validate  # slow to import; only rendering commands need it
+
         try:
             kubernetes_validate.validate(dict(obj), k8s_version, strict=True)
         except kubernetes_validate.ValidationError as exc:
