@@ -182,10 +182,15 @@ class ServiceSettings(ConfigModel):
 
 
 class ProbeSettings(ConfigModel):
-    """HTTP readiness and liveness probes of the inference container (seconds)."""
+    """HTTP startup, readiness and liveness probes of the inference container (seconds)."""
 
     path: str = Field("/health", pattern=r"^/", description="HTTP path answering 200 when ready.")
-    initial_delay_seconds: int = Field(30, ge=0, description="Delay before the first probe, s.")
+    initial_delay_seconds: int = Field(
+        30, ge=0, description="Delay before the first readiness probe after startup, s."
+    )
+    startup_timeout_seconds: int = Field(
+        600, ge=0, description="Time a new pod may take to load its model and answer, s."
+    )
     period_seconds: int = Field(10, ge=1, description="Probe interval, s.")
     timeout_seconds: int = Field(5, ge=1, description="Probe timeout, s.")
     failure_threshold: int = Field(3, ge=1, description="Failures before unready/restart.")
@@ -213,6 +218,14 @@ class IstioSettings(ConfigModel):
 
     api_version: Literal["networking.istio.io/v1", "networking.istio.io/v1beta1"] = Field(
         "networking.istio.io/v1", description="v1 is GA since Istio 1.22; v1beta1 for older."
+    )
+    gateways: tuple[str, ...] = Field(
+        (),
+        description="Istio Gateways (`namespace/name`) the VirtualService also binds; empty "
+        "means sidecar (mesh) traffic only, as in the article.",
+    )
+    hosts: tuple[str, ...] = Field(
+        (), description="Extra hosts the VirtualService answers for (the gateways' hostnames)."
     )
     virtual_service_name: DnsLabel = "inference-vs"
     destination_rule_name: DnsLabel = "inference-dr"
@@ -303,8 +316,9 @@ def _describe(error: dict[str, Any]) -> str:
     path = ".".join(str(part) for part in error["loc"])
     key = f"{PROJECT}:{path}" if path else PROJECT
     message = error["msg"].removeprefix("Value error, ")
-    if error["type"] in ("missing",):
-        return f"{key}: missing; set it with `pulumi config set {path} <value>`"
+    if error["type"] == "missing":
+        flag = "--path " if "." in path else ""
+        return f"{key}: missing; set it with `pulumi config set {flag}{path} <value>`"
     if error["type"] == "extra_forbidden":
         return f"{key}: unknown key (value {error['input']!r}); check its spelling"
     if error["loc"] and "input" in error and not isinstance(error["input"], dict):
@@ -324,6 +338,15 @@ def load_settings(config: Mapping[str, Any], project: str = PROJECT) -> Settings
     """
     prefix = f"{project}:"
     raw = {k.removeprefix(prefix): _decode(v) for k, v in config.items() if k.startswith(prefix)}
+    secrets = sorted(k for k, v in raw.items() if isinstance(v, dict) and set(v) == {"secure"})
+    if secrets:
+        raise SettingsError(
+            "\n".join(
+                f"{prefix}{k}: is an encrypted `secure:` value; no setting of this project is "
+                "secret, so store it in plain text (`pulumi config set` without --secret)"
+                for k in secrets
+            )
+        )
     try:
         return Settings.model_validate(raw)
     except ValidationError as exc:

@@ -49,8 +49,11 @@ def virtual_service_spec(settings: Settings) -> dict[str, Any]:
     """One HTTP route splitting traffic between the subsets by the stack's Ascend weight."""
     host = service_host(settings, settings.service.name)
     weights = route_weights(settings.ascend_weight)
-    return {
-        "hosts": [host],
+    spec: dict[str, Any] = {"hosts": [host, *settings.istio.hosts]}
+    if settings.istio.gateways:
+        # Binding a gateway replaces the implicit `mesh`; keep sidecar traffic split too.
+        spec["gateways"] = [*settings.istio.gateways, "mesh"]
+    return spec | {
         "http": [
             {
                 "name": "nvidia-ascend-split",

@@ -6,6 +6,7 @@ tests and policies can read them without Pulumi; `InferenceWorkload` only regist
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pulumi
@@ -44,14 +45,29 @@ def replicas_for(settings: Settings, hardware: Hardware) -> int:
     )
 
 
-def _probe(settings: Settings, initial_delay_factor: int = 1) -> dict[str, Any]:
+def _probe(settings: Settings, initial_delay_seconds: int = 0) -> dict[str, Any]:
     probes = settings.probes
     return {
         "httpGet": {"path": probes.path, "port": PORT_NAME},
-        "initialDelaySeconds": probes.initial_delay_seconds * initial_delay_factor,
+        "initialDelaySeconds": initial_delay_seconds,
         "periodSeconds": probes.period_seconds,
         "timeoutSeconds": probes.timeout_seconds,
         "failureThreshold": probes.failure_threshold,
+    }
+
+
+def startup_probe(settings: Settings) -> dict[str, Any]:
+    """The startup probe: up to `probes.startupTimeoutSeconds` to load the model.
+
+    Readiness and liveness start only once it succeeds, so a slow model load (minutes for a
+    large model or a CANN graph compile) is never killed by the liveness probe.
+    """
+    probes = settings.probes
+    return {
+        **_probe(settings),
+        "failureThreshold": max(
+            1, math.ceil(probes.startup_timeout_seconds / probes.period_seconds)
+        ),
     }
 
 
@@ -76,9 +92,9 @@ def container_spec(settings: Settings, hardware: Hardware) -> dict[str, Any]:
                 hw.accelerator_resource: accelerators,
             },
         },
-        "readinessProbe": _probe(settings),
-        # Liveness waits twice as long: a model still loading must not be restarted.
-        "livenessProbe": _probe(settings, initial_delay_factor=2),
+        "startupProbe": startup_probe(settings),
+        "readinessProbe": _probe(settings, settings.probes.initial_delay_seconds),
+        "livenessProbe": _probe(settings),
         "securityContext": {
             "allowPrivilegeEscalation": False,
             "privileged": False,

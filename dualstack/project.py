@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -27,27 +28,44 @@ def find_root(start: Path | None = None) -> Path:
     raise UsageError(f"no Pulumi.yaml in {here} or above; run inside the repo or pass --cwd")
 
 
-def apply_overrides(config: dict[str, Any], assignments: Iterable[str]) -> dict[str, Any]:
-    """Config with `key=value` overrides applied; `a.b=v` sets a field of a structured key.
+def _value(text: str) -> Any:
+    """A `--set` value: JSON for lists and mappings (`["a","b"]`), otherwise the string."""
+    if text[:1] in "[{":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"--set value {text!r} is not valid JSON: {exc.msg}") from None
+    return text
 
-    Values stay strings, as `pulumi config set` stores them; the settings model converts them.
-    Raises UsageError on an assignment without `=` or with an empty key.
+
+def apply_overrides(config: dict[str, Any], assignments: Iterable[str]) -> dict[str, Any]:
+    """Config with `key=value` overrides applied; `a.b=v` sets one field of a structured key.
+
+    Like `pulumi config set --path`: a nested assignment changes that field only, and the
+    settings model merges the rest onto its defaults. Scalars stay strings, as `pulumi config
+    set` stores them; values starting with `[` or `{` are JSON (`ascend.pool.nodes=["a-1"]`).
+    Raises UsageError on an assignment without `=`, an empty key or malformed JSON.
     """
     result = copy.deepcopy(config)
     for assignment in assignments:
-        key, sep, value = assignment.partition("=")
+        key, sep, text = assignment.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"--set {assignment!r}: expected KEY=VALUE, e.g. ascendWeight=20")
         top, *path = key.strip().split(".")
         full = f"{PROJECT}:{top}"
+        value = _value(text)
         if not path:
             result[full] = value
             continue
         node = result.setdefault(full, {})
+        if isinstance(node, str) and node[:1] == "{":
+            node = result[full] = json.loads(node)
         if not isinstance(node, dict):
             raise UsageError(f"--set {assignment!r}: {top} is not a structured key")
         for part in path[:-1]:
             node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise UsageError(f"--set {assignment!r}: {part} is not a structured key")
         node[path[-1]] = value
     return result
 

@@ -34,6 +34,15 @@ def _yaml() -> YAML:
     return yaml
 
 
+def _yaml_problem(exc: Exception) -> str:
+    """`line 4, column 3: mapping values are not allowed here` from a ruamel error."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if mark is None:
+        return problem
+    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+
+
 def _plain(value: Any) -> Any:
     """ruamel's round-trip containers -> plain dict/list/str/int."""
     if isinstance(value, dict):
@@ -53,7 +62,7 @@ def parse_config(text: str, origin: str) -> dict[str, Any]:
     try:
         document = _yaml().load(text)
     except Exception as exc:  # ruamel raises several unrelated error types
-        raise StackFileError(f"{origin}: not valid YAML: {exc}".splitlines()[0]) from None
+        raise StackFileError(f"{origin}: not valid YAML: {_yaml_problem(exc)}") from None
     if document is None:
         return {}
     if not isinstance(document, dict) or not isinstance(document.get("config", {}), dict):
@@ -110,7 +119,7 @@ def set_config_value(root: Path, stack: str, key: str, value: Any, project: str 
     try:
         document = yaml.load(path.read_text(encoding="utf-8")) or {}
     except Exception as exc:
-        raise StackFileError(f"{path.name}: not valid YAML: {exc}".splitlines()[0]) from None
+        raise StackFileError(f"{path.name}: not valid YAML: {_yaml_problem(exc)}") from None
     config = document.setdefault("config", {})
     full_key = f"{project}:{key}"
     previous = config.get(full_key)
