@@ -32,7 +32,9 @@ PACKAGE = Path(checker.__file__).parent
 MOUNT = "/opt/precision-check"
 PROMPTS_KEY = "prompts.jsonl"
 CONTAINER_NAME = "precision-check"
-RUN_AS_USER = 65534  # `nobody` in Debian-based images such as python:3.12-slim
+RUN_AS_USER = (
+    65534  # `nobody` in Debian-based images such as the default python:3.12.7-slim-bookworm
+)
 MISMATCH_EXIT_CODE = checker.EXIT_MISMATCH
 
 

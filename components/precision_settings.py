@@ -21,6 +21,27 @@ _QUANTITY = r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|k|M|G)?$"
 
 Quantity = Annotated[str, Field(pattern=_QUANTITY)]
 
+JOB_IMAGE = "python:3.12.7-slim-bookworm"
+"""The Job's default image: the Docker Hub `python` release 3.12.7 on Debian 12, one fixed
+release (`3.12-slim` moves with every patch release). Debian-based, so uid 65534 is `nobody`."""
+
+CHECK_FIELDS = {
+    "mode": "mode",
+    "min_match_rate": "min_match_rate",
+    "prefix_length": "prefix_length",
+    "prefix_unit": "prefix_unit",
+    "tolerance": "logprob_tolerance",
+    "endpoint": "endpoint",
+    "model": "model",
+    "max_tokens": "max_tokens",
+    "seed": "seed",
+    "concurrency": "concurrency",
+    "timeout": "timeout_seconds",
+    "retries": "retries",
+    "deadline": "deadline_seconds",
+}
+"""Checker `Options` field -> the `PrecisionCheckSettings` attribute that sets it."""
+
 
 class CheckResources(ConfigModel):
     """CPU and memory of the check's container (Kubernetes quantities): it only waits on
@@ -40,7 +61,10 @@ class PrecisionCheckSettings(ConfigModel):
         DEFAULTS["mode"], description="Comparison: identical text, prefix, or logprobs."
     )
     min_match_rate: float = Field(
-        DEFAULTS["min_match_rate"], ge=0, le=100, description="% of prompts that must match."
+        DEFAULTS["min_match_rate"],
+        gt=0,
+        le=100,
+        description="% of prompts that must match; above 0, or a check passes with no match.",
     )
     prefix_length: int = Field(
         DEFAULTS["prefix_length"], ge=1, description="prefix mode: leading units that must agree."
@@ -75,7 +99,9 @@ class PrecisionCheckSettings(ConfigModel):
         None, min_length=1, description="Prompts to check (all different); null: built-in set."
     )
     image: str = Field(
-        "python:3.12-slim", min_length=1, description="Image of the Job (stdlib Python 3.11+)."
+        JOB_IMAGE,
+        min_length=1,
+        description="Image of the Job (stdlib Python 3.11+), pinned by release tag or digest.",
     )
     backoff_limit: int = Field(
         2, ge=0, le=10, description="Job retries of a pod that could not complete (exit 2)."
@@ -109,6 +135,19 @@ class PrecisionCheckSettings(ConfigModel):
                 raise ValueError(str(exc)) from None
         return prompts
 
+    @field_validator("image")
+    @classmethod
+    def _image_is_pinned(cls, image: str) -> str:
+        from components.settings import parse_image  # settings.py imports this module
+
+        _repository, tag, digest = parse_image(image)
+        if digest is None and tag in (None, "latest"):
+            raise ValueError(
+                f"{'the moving tag latest' if tag else 'no tag or digest'}; pin a release tag "
+                f"or a digest, e.g. {JOB_IMAGE}"
+            )
+        return image
+
     @field_validator("schedule")
     @classmethod
     def _cron(cls, schedule: str | None) -> str | None:
@@ -128,21 +167,14 @@ class PrecisionCheckSettings(ConfigModel):
 
     def check_fields(self) -> dict[str, Any]:
         """The comparison settings as `dualstack.precision_check.Options` fields."""
-        return {
-            "mode": self.mode,
-            "min_match_rate": self.min_match_rate,
-            "prefix_length": self.prefix_length,
-            "prefix_unit": self.prefix_unit,
-            "tolerance": self.logprob_tolerance,
-            "endpoint": self.endpoint,
-            "model": self.model,
-            "max_tokens": self.max_tokens,
-            "seed": self.seed,
-            "concurrency": self.concurrency,
-            "timeout": self.timeout_seconds,
-            "retries": self.retries,
-            "deadline": self.deadline_seconds,
-        }
+        return {field: getattr(self, attribute) for field, attribute in CHECK_FIELDS.items()}
+
+    @classmethod
+    def check_keys(cls) -> dict[str, str]:
+        """The stack config key under `precisionCheck` that sets each checker field, prompts
+        included: `{"timeout": "timeoutSeconds", "prompts": "prompts", ...}`."""
+        fields = {**CHECK_FIELDS, "prompts": "prompts"}
+        return {field: cls.model_fields[attribute].alias for field, attribute in fields.items()}
 
     def prompt_list(self) -> list[Prompt] | None:
         """The stack's prompts as checker prompts (`p01`, `p02`, ...); None: built-in set."""

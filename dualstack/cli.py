@@ -75,7 +75,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns its exit code."""
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args) or EXIT_OK)
+        code = int(args.func(args) or EXIT_OK)
+        sys.stdout.flush()  # a closed pipe fails here, not in the interpreter's exit
+        return code
+    except BrokenPipeError:  # `dualstack ... | head`: the reader has gone
+        from dualstack.precision_check import discard_stdout
+
+        discard_stdout()
+        print("error: output closed (broken pipe)", file=sys.stderr)
+        return EXIT_ERROR
     except expected_errors() as exc:
         for line in str(exc).splitlines() or [type(exc).__name__]:
             print(f"error: {line}", file=sys.stderr)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import ast
 import json
 import re
+import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -229,7 +231,7 @@ def test_bad_prompt_files_are_exit_2_before_any_request(capsys, tmp_path, text, 
     ("flags", "cause"),
     [
         (["--concurrency", "0"], "--concurrency 0: must be at least 1"),
-        (["--min-match-rate", "150"], "--min-match-rate 150.0: a percentage, 0..100"),
+        (["--min-match-rate", "150"], "--min-match-rate 150: must be above 0 and at most 100"),
         (["--pushgateway", "http://127.0.0.1:9"], "--pushgateway needs --ascend-image"),
         (
             ["--push-label", "job=x", "--ascend-image", "a:1", "--pushgateway", "http://h"],
@@ -239,7 +241,7 @@ def test_bad_prompt_files_are_exit_2_before_any_request(capsys, tmp_path, text, 
     ],
 )
 def test_bad_options_are_one_line_exit_2(capsys, tmp_path, flags, cause):
-    code, _out, err, _ = run(capsys, tmp_path, "http://127.0.0.1:9", "http://127.0.0.1:9", *flags)
+    code, _out, err, _ = run(capsys, tmp_path, "http://127.0.0.1:9", "http://127.0.0.1:10", *flags)
     assert code == 2 and len(err) == 1 and cause in err[0]
 
 
@@ -267,7 +269,7 @@ def test_argv_round_trip():
 
 
 def test_the_package_imports_only_the_standard_library():
-    """The Job runs it in stock python:3.12-slim; only YAML prompt files (local CLI) use PyYAML,
+    """The Job runs it in a stock Python image; only YAML prompt files (local CLI) use PyYAML,
     imported inside the function that reads them."""
     package = Path(checker.__file__).parent
     outside = {}
@@ -282,3 +284,74 @@ def test_the_package_imports_only_the_standard_library():
                     if top not in sys.stdlib_module_names and top != "__future__":
                         outside[f"{path.name}:{top}"] = node in tree.body
     assert outside == {"prompts.py:yaml": False}
+
+
+# --- guards found by a fresh-user trial ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "ascend",
+    [
+        "http://127.0.0.1:18001",
+        "http://127.0.0.1:18001/",
+        "HTTP://127.0.0.1:18001/v1",
+        "http://localhost:18001/v1/",
+    ],
+)
+def test_the_same_server_twice_is_refused(capsys, tmp_path, ascend):
+    """Comparing a backend with itself always passes; it proves nothing."""
+    code, out, err, _ = run(capsys, tmp_path, "http://127.0.0.1:18001", ascend)
+    assert (code, out) == (2, "")
+    assert err == [
+        "error: --nvidia and --ascend are the same server (http://127.0.0.1:18001): "
+        "a backend compared with itself always matches"
+    ]
+
+
+def test_default_ports_count_as_the_same_server():
+    with pytest.raises(checker.CheckError, match="are the same server"):
+        checker.Options(nvidia="http://gpu.example", ascend="http://GPU.example:80/")
+    assert checker.Options(nvidia="http://h:8000", ascend="http://h:8001").ascend
+
+
+@pytest.mark.parametrize("rate", ["0", "-1", "0.0"])
+def test_a_zero_min_match_rate_is_refused(capsys, tmp_path, rate):
+    """A check where nothing has to match would pass while every answer differs."""
+    code, out, err, _ = run(
+        capsys, tmp_path, "http://127.0.0.1:9", "http://127.0.0.1:10", "--min-match-rate", rate
+    )
+    assert (code, out, len(err)) == (2, "", 1)
+    assert err[0].startswith(f"error: --min-match-rate {float(rate):g}: must be above 0")
+
+
+def test_nothing_matched_or_compared_never_passes():
+    options = checker.Options(nvidia="http://n:8000", ascend="http://a:8000", min_match_rate=1e-12)
+    nothing_matched = checker.Report(options, prompts=24, compared=24)
+    nothing_matched.mismatches = [checker.Mismatch("p", "p", 0, "char", "a", "b", "")] * 24
+    assert (nothing_matched.matched, nothing_matched.exit_code) == (0, checker.EXIT_MISMATCH)
+    nothing_compared = checker.Report(options, prompts=24, compared=0)
+    assert nothing_compared.exit_code == checker.EXIT_ERROR
+
+
+def test_a_hanging_backend_ends_the_run_within_one_timeout(tmp_path):
+    """The whole process, not only the reported duration: no second round of requests, no
+    wait for abandoned ones at exit."""
+    timeout = 2.0
+    report = tmp_path / "report.json"
+    with OpenAIServer() as nvidia, OpenAIServer(Behaviour(hang=True)) as ascend:
+        started = time.monotonic()
+        command = [sys.executable, "-m", "dualstack.precision_check", "--nvidia", nvidia.url]
+        command += ["--ascend", ascend.url, "--timeout", str(timeout), "--json", str(report)]
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"PYTHONPATH": str(Path(checker.__file__).parents[2])},
+        )
+        wall = time.monotonic() - started
+    assert done.returncode == 2, done.stderr
+    assert f"no answer within {timeout:g} s" in done.stderr
+    assert wall < 1.5 * timeout
+    assert timeout <= json.loads(report.read_text())["durationSeconds"] <= wall
+    assert len(ascend.requests) == 8  # one round at --concurrency 8, nothing sent after

@@ -43,8 +43,9 @@ def dualstack(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_precision_check_command_against_two_local_servers(tmp_path):
-    with OpenAIServer() as nvidia, OpenAIServer(Behaviour(diverge_after=4)) as ascend:
-        same = dualstack(*check(nvidia.url, nvidia.url), cwd=tmp_path)
+    diverging = Behaviour(diverge_after=4)
+    with OpenAIServer() as nvidia, OpenAIServer() as twin, OpenAIServer(diverging) as ascend:
+        same = dualstack(*check(nvidia.url, twin.url + "/v1"), cwd=tmp_path)
         prefix = ("--mode", "prefix", "--prefix-length", "5", "--prefix-unit", "tokens")
         differ = dualstack(*check(nvidia.url, ascend.url, *prefix), cwd=tmp_path)
     assert (same.returncode, same.stderr) == (0, "")
@@ -82,7 +83,7 @@ def test_verify_precision_records_the_image_on_pass_keeping_comments(stack_repo,
     with OpenAIServer() as nvidia, OpenAIServer() as ascend:
         assert verify(stack_repo, nvidia.url, ascend.url) == 0
     out = capsys.readouterr().out
-    assert f"recorded verifiedAscendImage = {NEW_NPU} in Pulumi.prod.yaml" in out
+    assert f"recording verifiedAscendImage = {NEW_NPU} in Pulumi.prod.yaml (was " in out
     assert read_config(stack_repo, "prod")[VERIFIED] == NEW_NPU
     diff = git(stack_repo, "diff", "-U0", "Pulumi.prod.yaml").splitlines()
     changed = [line for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")]
@@ -177,8 +178,9 @@ def test_push_reaches_a_real_pushgateway_and_replaces_the_previous_result(pushga
         f'ascend_image="{NEW_NPU}",instance="",job="precision_check",mode="exact",'
         'namespace="inference",nvidia_image="registry/inference-service:v1.2.4-cuda"'
     )
-    with OpenAIServer() as nvidia, OpenAIServer(Behaviour(diverge_after=1)) as ascend:
-        assert main(check(nvidia.url, nvidia.url, *push)) == 0
+    diverging = Behaviour(diverge_after=1)
+    with OpenAIServer() as nvidia, OpenAIServer() as twin, OpenAIServer(diverging) as ascend:
+        assert main(check(nvidia.url, twin.url, *push)) == 0
         assert scraped(pushgateway, PRECISION_PASSED) == {labels: 1.0}
         assert scraped(pushgateway, "precision_check_match_ratio") == {labels: 1.0}
         assert main(check(nvidia.url, ascend.url, *push)) == 1
@@ -201,10 +203,106 @@ def test_a_failed_check_that_could_not_complete_pushes_passed_0(pushgateway):
 
 def test_an_unreachable_pushgateway_is_exit_2_even_after_a_pass(capsys):
     gateway = refused_url()
-    with OpenAIServer() as nvidia:
+    with OpenAIServer() as nvidia, OpenAIServer() as ascend:
         push = ("--pushgateway", gateway, "--ascend-image", NEW_NPU, *FAST)
-        code = main(check(nvidia.url, nvidia.url, *push))
+        code = main(check(nvidia.url, ascend.url, *push))
     out, err = capsys.readouterr()
     assert code == 2 and out.startswith("precision check PASS")
     assert err.startswith(f"error: push to {gateway}/metrics/job@base64/") and err.count("\n") == 1
     assert "Connection refused" in err
+
+
+# --- guards found by a fresh-user trial ---------------------------------------------------
+
+
+def test_verify_precision_refuses_the_same_server_twice(stack_repo, capsys):
+    before = (stack_repo / "Pulumi.prod.yaml").read_bytes()
+    with OpenAIServer() as server:
+        assert verify(stack_repo, server.url, server.url + "/v1/") == 2
+    assert server.requests == []
+    assert (stack_repo / "Pulumi.prod.yaml").read_bytes() == before
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --nvidia and --ascend are the same server ({server.url}): ")
+
+
+@pytest.mark.parametrize(
+    ("stack", "flags", "cause"),
+    [
+        ({}, ("--min-match-rate", "0"), "--min-match-rate 0: must be above 0"),
+        ({}, ("--min-match-rate", "50"), "--min-match-rate 50 % is below the 90 % floor"),
+        ({"minMatchRate": 80}, (), "precisionCheck.minMatchRate 80 % is below the 90 % floor"),
+    ],
+)
+def test_verify_precision_refuses_a_low_threshold(stack_repo, capsys, stack, flags, cause):
+    """Everything matches here: the threshold alone must stop the recording."""
+    if stack:
+        set_config_value(stack_repo, "prod", "precisionCheck", stack)
+    before = (stack_repo / "Pulumi.prod.yaml").read_bytes()
+    with OpenAIServer() as nvidia, OpenAIServer() as ascend:
+        assert verify(stack_repo, nvidia.url, ascend.url, *flags) == 2
+    assert nvidia.requests == [] == ascend.requests
+    assert (stack_repo / "Pulumi.prod.yaml").read_bytes() == before
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and cause in err
+
+
+def test_verify_precision_records_below_the_floor_only_when_allowed(stack_repo, capsys):
+    with OpenAIServer() as nvidia, OpenAIServer() as ascend:
+        flags = ("--min-match-rate", "50", "--allow-low-threshold")
+        assert verify(stack_repo, nvidia.url, ascend.url, *flags) == 0
+    out, err = capsys.readouterr()
+    assert f"recording verifiedAscendImage = {NEW_NPU}" in out
+    assert "warning: --allow-low-threshold: recording with --min-match-rate 50 %" in err
+    assert "below the 90 % floor" in err
+    assert read_config(stack_repo, "prod")[VERIFIED] == NEW_NPU
+
+
+def test_verify_precision_into_a_closed_pipe_leaves_the_file_unchanged(stack_repo):
+    """`dualstack verify-precision ... | head -0`: the reader is gone before the summary is
+    written. The command fails in one line without a traceback and records nothing."""
+    before = (stack_repo / "Pulumi.prod.yaml").read_bytes()
+    with OpenAIServer() as nvidia, OpenAIServer() as ascend:
+        command = [sys.executable, "-m", "dualstack", "verify-precision", "--stack", "prod"]
+        command += ["--nvidia", nvidia.url, "--ascend", ascend.url, *FAST]
+        process = subprocess.Popen(
+            command,
+            cwd=stack_repo,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+        )
+        process.stdout.close()  # the reader exits at once, like `head -0`
+        err = process.stderr.read().decode()
+        code = process.wait(timeout=60)
+    assert code == 2
+    assert (
+        err.splitlines()[-1] == "error: output closed (broken pipe); verifiedAscendImage unchanged"
+    )
+    assert "Traceback" not in err and "Exception ignored" not in err
+    assert (stack_repo / "Pulumi.prod.yaml").read_bytes() == before
+
+
+def test_precision_check_into_a_closed_pipe_is_one_line(tmp_path):
+    with OpenAIServer() as nvidia, OpenAIServer() as ascend:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "dualstack", *check(nvidia.url, ascend.url, *FAST)],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+        )
+        process.stdout.close()
+        err = process.stderr.read().decode()
+        code = process.wait(timeout=60)
+    assert (code, err) == (2, "error: output closed (broken pipe)\n")
+
+
+def test_verify_precision_help_names_the_stack_settings_as_defaults(tmp_path):
+    text = " ".join(dualstack("verify-precision", "--help", cwd=tmp_path).stdout.split())
+    assert "(default: exact)" not in text and "(default: 100.0)" not in text
+    assert "comparison mode (default: the stack's precisionCheck.mode)" in text
+    for key in ("mode", "minMatchRate", "logprobTolerance", "timeoutSeconds", "prompts"):
+        assert f"(default: the stack's precisionCheck.{key}" in text
+    assert "--backoff S seconds before the first retry, doubling (default: 0.5)" in text
+    standalone = " ".join(dualstack("precision-check", "--help", cwd=tmp_path).stdout.split())
+    assert "comparison mode (default: exact)" in standalone

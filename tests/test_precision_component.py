@@ -221,3 +221,26 @@ def test_metric_names_agree_with_the_checker():
         metric_names.PRECISION_PROMPTS,
         metric_names.PRECISION_DURATION,
     ) == (output.COMPLETED, output.MATCH_RATIO, output.MISMATCHES, output.PROMPTS, output.DURATION)
+
+
+def test_the_job_image_is_pinned_by_default(render_objects):
+    """`python:3.12-slim` moves with every patch release; the default names one release."""
+    container = the_job(render_objects(cfg(ascendWeight="5")))["spec"]["template"]["spec"]
+    image = container["containers"][0]["image"]
+    assert image == "python:3.12.7-slim-bookworm"
+    digest = "python@sha256:" + "ab" * 32
+    assert settings_of(precisionCheck={"image": digest}).precision_check.image == digest
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"minMatchRate": 0}, "precisionCheck.minMatchRate = 0: Input should be greater than 0"),
+        ({"image": "python"}, "precisionCheck.image = 'python': no tag or digest"),
+        ({"image": "python:latest"}, "precisionCheck.image = 'python:latest': the moving tag"),
+        ({"image": "Python 3"}, "precisionCheck.image = 'Python 3': 'Python 3' is not an image"),
+    ],
+)
+def test_settings_refuse_a_check_that_cannot_fail_or_a_moving_image(value, message):
+    with pytest.raises(SettingsError, match=re.escape(message)):
+        settings_of(precisionCheck=value)

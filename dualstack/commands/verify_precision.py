@@ -4,7 +4,8 @@ Ascend image as `verifiedAscendImage` in `Pulumi.<stack>.yaml`.
 `verifiedAscendImage` is what the policy `precision-verified-before-promotion` compares with
 the served Ascend image; this command is the only writer. The check uses the stack's
 `precisionCheck` settings (flags override them) and labels its result with the stack's
-images. On a mismatch or an error nothing is written.
+images. Writing the file is the last step, after every line of output has been delivered:
+on a mismatch, an error or a closed output pipe nothing is written.
 """
 
 from __future__ import annotations
@@ -13,12 +14,16 @@ import argparse
 import sys
 from pathlib import Path
 
+from components.precision_settings import PrecisionCheckSettings
 from components.settings import load_settings
 from dualstack import precision_check as checker
-from dualstack.project import find_root, load_stack_config
+from dualstack.project import UsageError, find_root, load_stack_config
 from dualstack.stackfile import StackFileError, set_config_value, stack_path
 
 KEY = "verifiedAscendImage"
+FLOOR = 90.0
+"""%: the lowest match rate whose pass may be recorded for promotion without
+--allow-low-threshold (the checker itself only needs a rate above 0)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,13 +33,42 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run the precision check against the stack's two backends with the "
         f"stack's precisionCheck settings; on pass write {KEY} (the stack's current Ascend "
         "image) into Pulumi.<stack>.yaml, keeping its comments. --ascend must reach pods "
-        "that run that image.",
+        "that run that image. Flags override the stack's settings.",
         epilog="Exit codes: 0 pass (image recorded), 1 mismatch, 2 could not complete; "
         "on 1 and 2 the stack file is unchanged.",
     )
     parser.add_argument("--stack", default="prod", help="stack name (default: prod)")
-    checker.add_arguments(parser, images=False)
+    parser.add_argument(
+        "--allow-low-threshold",
+        action="store_true",
+        help=f"record a pass even with a match rate below {FLOOR:g} %% (printed as a warning)",
+    )
+    from_stack = {
+        field: f"the stack's precisionCheck.{key}"
+        for field, key in PrecisionCheckSettings.check_keys().items()
+    }
+    from_stack["prompts"] += ", else the built-in set"
+    checker.add_arguments(parser, images=False, defaults=from_stack)
     parser.set_defaults(func=run)
+
+
+def check_threshold(options: checker.Options, from_flag: bool, allowed: bool) -> None:
+    """Refuse to record a pass whose `min_match_rate` is below `FLOOR` (%) unless `allowed`,
+    and then warn on stderr. Raises UsageError naming where the rate came from."""
+    rate = options.min_match_rate
+    if rate >= FLOOR:
+        return
+    source = "--min-match-rate" if from_flag else "precisionCheck.minMatchRate"
+    if not allowed:
+        raise UsageError(
+            f"{source} {rate:g} % is below the {FLOOR:g} % floor for recording {KEY}; raise "
+            "it, or pass --allow-low-threshold"
+        )
+    print(
+        f"warning: --allow-low-threshold: recording with {source} {rate:g} %, below the "
+        f"{FLOOR:g} % floor",
+        file=sys.stderr,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,18 +80,30 @@ def run(args: argparse.Namespace) -> int:
         "nvidia_image": settings.nvidia.image,
         "ascend_image": image,
     }
-    code = checker.run_cli(args, base, settings.precision_check.prompt_list())
+    try:
+        options = checker.options_from_args(args, base)
+    except checker.CheckError as exc:
+        raise UsageError(str(exc)) from None
+    check_threshold(options, "min_match_rate" in vars(args), args.allow_low_threshold)
     file = stack_path(root, args.stack).name
-    if code != checker.EXIT_PASS:
-        print(f"{KEY} unchanged in {file}: the check did not pass", file=sys.stderr)
-        return code
-    # The check took a while: record only if the stack still serves the image it checked.
-    current = load_settings(load_stack_config(root, args.stack)).ascend.image
-    if current != image:
-        raise StackFileError(
-            f"{file} changed during the check: ascend image is now {current}, checked {image}; "
-            f"{KEY} unchanged"
-        )
-    previous = set_config_value(root, args.stack, KEY, image)
-    print(f"recorded {KEY} = {image} in {file} (was {previous or 'unset'})")
+    try:
+        code = checker.run_cli(args, base, settings.precision_check.prompt_list())
+        if code != checker.EXIT_PASS:
+            print(f"{KEY} unchanged in {file}: the check did not pass", file=sys.stderr)
+            return code
+        # The check took a while: record only if the stack still serves the image it checked.
+        current = load_settings(load_stack_config(root, args.stack))
+        if current.ascend.image != image:
+            raise StackFileError(
+                f"{file} changed during the check: ascend image is now {current.ascend.image}, "
+                f"checked {image}; {KEY} unchanged"
+            )
+        previous = current.verified_ascend_image or "unset"
+        print(f"recording {KEY} = {image} in {file} (was {previous})")
+        sys.stdout.flush()  # every line delivered before the file changes
+    except BrokenPipeError:
+        checker.discard_stdout()
+        print(f"error: output closed (broken pipe); {KEY} unchanged", file=sys.stderr)
+        return checker.EXIT_ERROR
+    set_config_value(root, args.stack, KEY, image)
     return checker.EXIT_PASS

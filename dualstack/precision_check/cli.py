@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,25 +29,29 @@ from .prompts import Prompt, load_prompts
 FIELDS = frozenset(f.name for f in dataclasses.fields(Options))
 
 
-def add_arguments(parser: argparse.ArgumentParser, images: bool = True) -> None:
+def add_arguments(
+    parser: argparse.ArgumentParser,
+    images: bool = True,
+    defaults: Mapping[str, str] | None = None,
+) -> None:
     """Add every check flag to `parser`; `images=False` leaves out --nvidia-image and
-    --ascend-image (for callers that know the images). Unset flags stay absent from the
-    parsed namespace (`argparse.SUPPRESS`), so `options_from_args` can lay them over other
-    defaults, such as a stack's settings."""
+    --ascend-image (for callers that know the images). `defaults` (field name -> text)
+    replaces the shown default of fields whose default comes from elsewhere, such as a
+    stack's settings. Unset flags stay absent from the parsed namespace (`argparse.SUPPRESS`),
+    so `options_from_args` can lay them over those other defaults."""
 
-    def option(name: str, text: str, **kwargs: Any) -> None:
+    def option(name: str, text: str, unset: str = "", **kwargs: Any) -> None:
         default = DEFAULTS.get(name)
-        shown = "" if default in (None, ()) else f" (default: {default})"
+        shown = (defaults or {}).get(name) or (unset if default in (None, ()) else default)
         kwargs.setdefault("dest", name)
-        parser.add_argument(flag(name), default=argparse.SUPPRESS, help=text + shown, **kwargs)
+        help_text = text + (f" (default: {shown})" if shown != "" else "")
+        parser.add_argument(flag(name), default=argparse.SUPPRESS, help=help_text, **kwargs)
 
     parser.add_argument("--nvidia", required=True, metavar="URL", help="NVIDIA backend base URL")
     parser.add_argument("--ascend", required=True, metavar="URL", help="Ascend backend base URL")
-    option(
-        "prompts", "JSON-lines file or YAML list of prompts (default: built-in set)", metavar="FILE"
-    )
+    option("prompts", "JSON-lines file or YAML list of prompts", "built-in set", metavar="FILE")
     option("endpoint", "OpenAI API to call", choices=tuple(ENDPOINTS))
-    option("model", "`model` field of each request (default: not sent)", metavar="NAME")
+    option("model", "`model` field of each request", "not sent", metavar="NAME")
     option("max_tokens", "tokens to generate per prompt", type=int, metavar="N")
     option("seed", "`seed` field of each request", type=int, metavar="N")
     parser.add_argument(
@@ -57,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser, images: bool = True) -> None:
         help="send no `seed` (for servers that reject it)",
     )
     option("mode", "comparison mode", choices=MODES)
-    option("min_match_rate", "%% of prompts that must match", type=float, metavar="PCT")
+    option("min_match_rate", "%% of prompts that must match, above 0", type=float, metavar="PCT")
     option(
         "prefix_length", "prefix mode: leading chars/tokens that must agree", type=int, metavar="N"
     )
@@ -165,11 +171,30 @@ def build_parser(prog: str = "precision_check") -> argparse.ArgumentParser:
     return parser
 
 
+def discard_stdout() -> None:
+    """Point stdout at /dev/null once its reader has gone (`... | head`), so the interpreter's
+    last flush does not fail again (docs.python.org/3/library/signal.html, "Note on SIGPIPE").
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass  # stdout is no file descriptor (a test captures it): nothing to flush at exit
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the stand-alone check (the Job's command); returns the exit code."""
+    """Entry point of the stand-alone check (the Job's command); returns the exit code, 2
+    also when stdout's reader has gone before the summary was written."""
     args = build_parser().parse_args(argv)
     try:
-        return run_cli(args)
+        code = run_cli(args)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        discard_stdout()
+        print("error: output closed (broken pipe)", file=sys.stderr)
+        return EXIT_ERROR
     except Exception as exc:  # a bug must not exit 1, which means "mismatch"
         print(f"error: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_ERROR

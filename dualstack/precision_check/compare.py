@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import dataclasses
+import queue
 import threading
 import time
 from collections.abc import Sequence
@@ -112,11 +112,12 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        """2 on any error (an error is never a pass), else 1 below `min_match_rate`, else 0."""
-        if self.errors or not self.prompts:
+        """2 on any error or when no prompt was compared (an error is never a pass), else 1
+        below `min_match_rate` or when no prompt matched, else 0."""
+        if self.errors or not self.prompts or not self.compared:
             return EXIT_ERROR
         enough = self.matched * 100 >= self.options.min_match_rate * self.prompts - 1e-9
-        return EXIT_PASS if enough else EXIT_MISMATCH
+        return EXIT_PASS if enough and self.matched > 0 else EXIT_MISMATCH
 
     @property
     def status(self) -> str:
@@ -150,47 +151,78 @@ class Report:
         }
 
 
+def _work(backend: Backend, todo: queue.SimpleQueue, results: queue.SimpleQueue) -> None:
+    """One worker thread: ask `backend` the prompts left in `todo` until none is left or the
+    run stops; put `(hardware, prompt id, Answer or exception)` on `results`. The first
+    failure stops every worker of both backends, so no new request starts after it."""
+    while not backend.stop.is_set():
+        try:
+            prompt = todo.get_nowait()
+        except queue.Empty:
+            return
+        try:
+            results.put((backend.name, prompt.id, backend.ask(prompt)))
+        except Exception as exc:  # handed to the run, which tells failures from bugs
+            backend.stop.set()
+            results.put((backend.name, prompt.id, exc))
+            return
+
+
 def run_check(options: Options, prompts: list[Prompt]) -> Report:
     """Ask both backends every prompt and compare the answers.
 
-    One thread pool per backend keeps `options.concurrency` requests in flight on each, so 50
-    prompts at 100 ms take about ceil(50 / concurrency) x 100 ms. The first request that fails
-    after its retries, or the deadline, stops the run; backend failures land in
-    `Report.errors` (exit 2), they are never raised. Raises CheckError only when a prompt
-    cannot be sent at all (a chat prompt to the completions API).
+    `options.concurrency` daemon worker threads per backend keep that many requests in flight
+    on each, so 50 prompts at 100 ms take about ceil(50 / concurrency) x 100 ms. The first
+    request that fails after its retries, or the deadline, stops the run at once: no new
+    request starts, and requests still in flight are abandoned (daemon threads, so neither
+    this function nor the process waits for them). A hanging backend thus ends the run
+    after about one `timeout`, and `Report.duration` is the real wall time. Backend failures
+    land in `Report.errors` (exit 2), they are never raised. Raises CheckError only when a
+    prompt cannot be sent at all (a chat prompt to the completions API).
     """
     for prompt in prompts:
         request_body(options, prompt)
     started = time.monotonic()
     deadline, stop = started + options.deadline, threading.Event()
     backends = {hw: Backend(hw, options, stop, deadline) for hw in HARDWARE}
-    pools = {hw: cf.ThreadPoolExecutor(options.concurrency, f"precision-{hw}") for hw in HARDWARE}
     report = Report(options, len(prompts))
     answers: dict[str, dict[str, Answer]] = {hw: {} for hw in HARDWARE}
-    jobs = {pools[hw].submit(backends[hw].ask, p): (hw, p.id) for p in prompts for hw in HARDWARE}
-    waiting, out_of_time = set(jobs), False
+    results: queue.SimpleQueue = queue.SimpleQueue()
+    for hw in HARDWARE:
+        todo: queue.SimpleQueue = queue.SimpleQueue()
+        for prompt in prompts:
+            todo.put(prompt)
+        for index in range(min(options.concurrency, len(prompts))):
+            worker = threading.Thread(
+                target=_work,
+                args=(backends[hw], todo, results),
+                name=f"precision-{hw}-{index}",
+                daemon=True,
+            )
+            worker.start()
+    expected, out_of_time = len(prompts) * len(HARDWARE), False
     try:
-        while waiting and not report.errors and not out_of_time:
-            remaining = deadline - time.monotonic()
-            out_of_time = remaining <= 0
-            done, waiting = cf.wait(waiting, max(remaining, 0), return_when=cf.FIRST_EXCEPTION)
-            for job in done:
-                hw, prompt_id = jobs[job]
-                try:
-                    answers[hw][prompt_id] = job.result()
-                except DeadlineReached:
-                    out_of_time = True
-                except CheckError as exc:
-                    report.errors.append(str(exc))
+        while sum(map(len, answers.values())) < expected and not report.errors and not out_of_time:
+            try:
+                hw, prompt_id, outcome = results.get(timeout=max(deadline - time.monotonic(), 0))
+            except queue.Empty:
+                out_of_time = True
+                continue
+            if isinstance(outcome, Answer):
+                answers[hw][prompt_id] = outcome
+            elif isinstance(outcome, DeadlineReached):
+                out_of_time = True
+            elif isinstance(outcome, CheckError):
+                report.errors.append(str(outcome))
+            else:
+                raise outcome  # a bug, not a backend failure
     finally:
         stop.set()
-        for pool in pools.values():
-            pool.shutdown(wait=False, cancel_futures=True)
     report.duration = time.monotonic() - started
+    unanswered = expected - sum(map(len, answers.values()))
     if out_of_time and not report.errors:
-        unanswered = len(jobs) - sum(map(len, answers.values()))
         report.errors.append(
-            f"deadline of {options.deadline:g} s passed with {unanswered} of {len(jobs)} "
+            f"deadline of {options.deadline:g} s passed with {unanswered} of {expected} "
             "requests unanswered"
         )
     report.answered = {hw: len(answers[hw]) for hw in HARDWARE}
@@ -203,4 +235,6 @@ def run_check(options: Options, prompts: list[Prompt]) -> Report:
             )
             if found:
                 report.mismatches.append(found)
+    if not report.compared and not report.errors:
+        report.errors.append("no prompt was answered by both backends")
     return report

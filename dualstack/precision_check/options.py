@@ -29,14 +29,37 @@ def flag(name: str) -> str:
     return FLAGS.get(name, "--" + name.replace("_", "-"))
 
 
+DEFAULT_PORTS = {"http": 80, "https": 443}
+LOOPBACK_NAMES = {"localhost": "127.0.0.1", "::1": "127.0.0.1"}
+
+
+def server_of(url: str) -> str | None:
+    """The server a backend URL names, for telling two backends apart: lower-case scheme and
+    host, `localhost` as 127.0.0.1, the port made explicit, no trailing `/` or `/v1` (the
+    check appends the OpenAI path either way). `HTTP://localhost/v1/` ->
+    `http://127.0.0.1:80`. None when `url` is not an http(s) URL with a host and valid port.
+    """
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port or DEFAULT_PORTS.get(parts.scheme)
+    except ValueError:  # a port that is not a number in 0..65535
+        return None
+    if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
+        return None
+    host = LOOPBACK_NAMES.get(parts.hostname, parts.hostname)
+    path = parts.path.rstrip("/").removesuffix("/v1").rstrip("/")
+    return f"{parts.scheme}://{host}:{port}{path}"
+
+
 @dataclass(frozen=True)
 class Options:
     """Everything one run needs; each field is the command-line flag `flag(name)`.
 
-    Units: `min_match_rate` in %, `timeout`, `backoff` and `deadline` in seconds, `tolerance`
-    in natural-log units (absolute difference of two log-probabilities). `concurrency` is the
-    number of requests in flight on EACH backend. Raises CheckError naming the flag when a
-    value is out of range.
+    Units: `min_match_rate` in % (above 0), `timeout`, `backoff` and `deadline` in seconds,
+    `tolerance` in natural-log units (absolute difference of two log-probabilities).
+    `concurrency` is the number of requests in flight on EACH backend. Raises CheckError
+    naming the flag when a value is out of range, and when `nvidia` and `ascend` name the
+    same server (`server_of`).
     """
 
     nvidia: str
@@ -67,11 +90,15 @@ class Options:
     def __post_init__(self) -> None:
         for name in ("nvidia", "ascend", "pushgateway"):
             url = getattr(self, name)
-            parts = urllib.parse.urlsplit(url or "")
-            if url is not None and (parts.scheme not in ("http", "https") or not parts.hostname):
+            if url is not None and server_of(url) is None:
                 raise CheckError(
                     f"--{name} {url!r}: expected an http(s) URL, e.g. http://host:8000"
                 )
+        if server_of(self.nvidia) == server_of(self.ascend):
+            raise CheckError(
+                f"--nvidia and --ascend are the same server ({server_of(self.nvidia)}): "
+                "a backend compared with itself always matches"
+            )
         choices = {"endpoint": tuple(ENDPOINTS), "mode": MODES, "prefix_unit": PREFIX_UNITS}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
@@ -85,8 +112,11 @@ class Options:
         for name in ("retries", "backoff"):
             if getattr(self, name) < 0:
                 raise CheckError(f"{flag(name)} {getattr(self, name)}: must not be negative")
-        if not 0 <= self.min_match_rate <= 100:
-            raise CheckError(f"--min-match-rate {self.min_match_rate}: a percentage, 0..100")
+        if not 0 < self.min_match_rate <= 100:
+            raise CheckError(
+                f"--min-match-rate {self.min_match_rate:g}: must be above 0 and at most 100 (%); "
+                "a check that needs no match passes whatever the answers"
+            )
         for label in self.push_labels:
             key, sep, value = label.partition("=")
             if not sep or not key.isidentifier() or not value or key in METRIC_LABELS:
