@@ -56,6 +56,13 @@ def settings_facts(settings: Settings, previous_weight: int | None) -> dict[str,
             for hw in HARDWARE
         },
         "poolLabel": POOL_LABEL,
+        "poolSizes": {
+            settings.hardware(hw).pool.name: {
+                "nodes": len(settings.hardware(hw).pool.nodes),
+                "acceleratorsPerNode": settings.hardware(hw).pool.accelerators_per_node,
+            }
+            for hw in HARDWARE
+        },
         "driverHostPaths": sorted(
             {path for hw in HARDWARE if (path := settings.hardware(hw).driver_host_path)}
         ),

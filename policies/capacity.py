@@ -1,17 +1,31 @@
-"""Capacity policy: an emergency rollback must land on a pool sized for all traffic.
+"""Capacity policies: an emergency rollback must land on a pool sized for all traffic, and
+every pool must hold the pods its workloads run at the peak of a rollout.
 
-The failure this guards against (REFERENCE.md, the seed article's errors; a known failure of
-progressive-delivery controllers): NVIDIA is scaled down while traffic moves, then a rollback
-to 0% sends everything to a pool sized for less. So while the Ascend weight is below 100, the
-NVIDIA backend keeps `totalReplicas` pods (the count that serves 100% of traffic), and the
-Ascend backend has enough pods for its share:
+`rollback-capacity`. The failure this guards against (REFERENCE.md, the seed article's
+errors; a known failure of progressive-delivery controllers): NVIDIA is scaled down while
+traffic moves, then a rollback to 0% sends everything to a pool sized for less. So while the
+Ascend weight is below 100, the NVIDIA backend keeps `totalReplicas` pods (the count that serves
+100% of traffic), and the Ascend backend has enough pods for its share:
 
     ascend_replicas * ascendCapacityRatio >= totalReplicas * weight / 100
+
+`pool-capacity`. Replica counts are only numbers until the scheduler places them: a pod asking
+for an accelerator its pool no longer has stays Pending (and a rolling update with
+`maxUnavailable: 0` then never finishes). So for each pool, every pod-bearing workload taking
+its accelerator counts at its peak (`policies.pod_counts`):
+
+    sum(peak pods x accelerators per pod) <= nodes x acceleratorsPerNode
+
+Only the pool's nodes offer its extended resource (`acceleratorPools`), so a workload counts by
+the accelerator it requests, pinned or not (`accelerator-placement` demands the pinning).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from pulumi_policy import (
     EnforcementLevel,
@@ -27,15 +41,25 @@ from policies.common import (
     as_int,
     config_errors_are_violations,
     config_value,
+    mapping,
     path,
     subset_name,
 )
+from policies.placement import DEFAULT_ACCELERATOR_POOLS, accelerator_pools
+from policies.pod_counts import PodCount, PodCountError, accelerators_per_pod, peak_pods
 from policies.stack_view import Item, StackView, replicas
 
 DEFAULT_TOTAL_REPLICAS = 4
 """NVIDIA pods that serve 100% of traffic (the article's 4); `capacity.totalReplicas`."""
 DEFAULT_ASCEND_CAPACITY_RATIO = 1.0
 """Throughput of one Ascend pod relative to one NVIDIA pod; `capacity.ascendCapacityRatio`."""
+DEFAULT_ACCELERATORS_PER_NODE = 8
+"""Devices per node when a `poolSizes` entry has no `acceleratorsPerNode` (the settings')."""
+DEFAULT_POOL_SIZES = {
+    "nvidia": {"nodes": 3, "acceleratorsPerNode": DEFAULT_ACCELERATORS_PER_NODE},
+    "ascend": {"nodes": 2, "acceleratorsPerNode": DEFAULT_ACCELERATORS_PER_NODE},
+}
+"""Pool name -> size, as in `components/settings.py`'s defaults (nvidia-01..03, ascend-01..02)."""
 
 
 def ascend_pods_needed(total_replicas: int, weight: int, ratio: float) -> int:
@@ -112,6 +136,95 @@ def rollback_capacity_validator(
             )
 
 
+@dataclass(frozen=True)
+class PoolSize:
+    """One accelerator pool as policy config `poolSizes` describes it."""
+
+    nodes: int
+    accelerators_per_node: int
+
+    @property
+    def supply(self) -> int:
+        """Accelerators the pool offers: nodes x acceleratorsPerNode."""
+        return self.nodes * self.accelerators_per_node
+
+
+def pool_sizes(config: Mapping[str, Any], pools: Iterable[str]) -> dict[str, PoolSize]:
+    """`poolSizes` (default `DEFAULT_POOL_SIZES`) for each of `pools`.
+
+    An entry without `acceleratorsPerNode` gets `DEFAULT_ACCELERATORS_PER_NODE` (the SDK applies
+    no schema defaults). Raises ConfigError naming the key when a pool has no entry or an entry
+    has no whole `nodes` >= 0 or no whole `acceleratorsPerNode` >= 1.
+    """
+    raw = config_value(config, "poolSizes", DEFAULT_POOL_SIZES)
+    entries = mapping(raw)
+    sizes = {}
+    for pool in sorted(set(pools)):
+        entry = entries.get(pool)
+        if not isinstance(entry, Mapping):
+            raise ConfigError(
+                f"poolSizes has no entry for pool {pool!r} ({raw!r}); give its size, e.g. "
+                f'{{"{pool}": {{"nodes": 2, "acceleratorsPerNode": 8}}}}'
+            )
+        nodes = as_int(entry.get("nodes"))
+        if nodes is None or nodes < 0:
+            raise ConfigError(
+                f"poolSizes.{pool}.nodes = {entry.get('nodes')!r} is not a node count >= 0"
+            )
+        raw_per_node = config_value(entry, "acceleratorsPerNode", DEFAULT_ACCELERATORS_PER_NODE)
+        per_node = as_int(raw_per_node)
+        if per_node is None or per_node < 1:
+            raise ConfigError(
+                f"poolSizes.{pool}.acceleratorsPerNode = {raw_per_node!r} is not an integer >= 1"
+            )
+        sizes[pool] = PoolSize(nodes, per_node)
+    return sizes
+
+
+@config_errors_are_violations
+def pool_capacity_validator(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    """For each pool of `acceleratorPools`: the accelerators every workload requesting it takes
+    at the peak of a rollout (replicas + maxSurge, x accelerators per pod, summed) fit in
+    nodes x acceleratorsPerNode (`poolSizes`)."""
+    config = args.get_config()
+    resources_of: dict[str, set[str]] = {}
+    for resource, pool in accelerator_pools(config).items():
+        resources_of.setdefault(pool, set()).add(resource)
+    sizes = pool_sizes(config, resources_of)
+    demand: dict[str, list[tuple[Item, PodCount, int]]] = {}
+    unreadable = False
+    for workload in StackView.of(args.resources).workloads:
+        for pool, resources in sorted(resources_of.items()):
+            try:
+                each = accelerators_per_pod(workload.pod_spec or {}, resources)
+                if each:
+                    count = peak_pods(workload, sizes[pool].nodes)
+                    demand.setdefault(pool, []).append((workload, count, each))
+            except PodCountError as exc:
+                unreadable = True
+                report_violation(
+                    f"cannot count what {workload.label} takes from pool {pool!r}: {exc}",
+                    workload.urn,
+                )
+    if not demand and not unreadable:
+        args.not_applicable("no workload requests an accelerator of acceleratorPools")
+    for pool, users in sorted(demand.items()):
+        size = sizes[pool]
+        needed = sum(count.pods * each for _workload, count, each in users)
+        if needed <= size.supply:
+            continue
+        kinds = ", ".join(sorted(resources_of[pool]))
+        parts = "; ".join(f"{w.label}: ({c.how}) x {each}" for w, c, each in users)
+        report_violation(
+            f"pool {pool!r} is too small: a rollout takes up to {needed} {kinds} ({parts}) "
+            f"but the pool has {size.supply} ({size.nodes} nodes x {size.accelerators_per_node} "
+            "acceleratorsPerNode), so pods would stay Pending; run fewer pods "
+            "(capacity.totalReplicas, or a lower weight for Ascend) or add nodes to the pool "
+            "(<backend>.pool.nodes; <backend>.pool.acceleratorsPerNode if its nodes hold more)",
+            users[0][0].urn if len(users) == 1 else None,
+        )
+
+
 POLICIES = [
     StackValidationPolicy(
         name="rollback-capacity",
@@ -136,6 +249,42 @@ POLICIES = [
                 **SUBSET_SCHEMAS,
             }
         ),
-    )
+    ),
+    StackValidationPolicy(
+        name="pool-capacity",
+        description="Each accelerator pool holds the pods its workloads run at the peak of a "
+        "rollout: sum of (replicas + maxSurge) x accelerators per pod <= nodes x "
+        "acceleratorsPerNode.",
+        validate=pool_capacity_validator,
+        enforcement_level=EnforcementLevel.MANDATORY,
+        config_schema=PolicyConfigSchema(
+            properties={
+                "poolSizes": {
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "object",
+                        "properties": {
+                            "nodes": {"type": "integer", "minimum": 0},
+                            "acceleratorsPerNode": {
+                                "type": "integer",
+                                "minimum": 1,
+                                "default": DEFAULT_ACCELERATORS_PER_NODE,
+                            },
+                        },
+                        "required": ["nodes"],
+                    },
+                    "default": DEFAULT_POOL_SIZES,
+                    "description": "Pool name -> {nodes: node count, acceleratorsPerNode: "
+                    "devices each node offers}.",
+                },
+                "acceleratorPools": {
+                    "type": "object",
+                    "additionalProperties": {"type": "string"},
+                    "default": DEFAULT_ACCELERATOR_POOLS,
+                    "description": "Extended resource name -> pool name.",
+                },
+            }
+        ),
+    ),
 ]
 """The capacity policies, in report order."""

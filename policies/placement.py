@@ -40,7 +40,9 @@ DEFAULT_ACCELERATOR_POOLS = {"nvidia.com/gpu": "nvidia", "huawei.com/Ascend910":
 """Extended resource -> pool name, as in `components/settings.py`'s defaults."""
 
 
-def _pools(config: Mapping[str, Any]) -> dict[str, str]:
+def accelerator_pools(config: Mapping[str, Any]) -> dict[str, str]:
+    """Config `acceleratorPools` (extended resource -> pool name), default
+    `DEFAULT_ACCELERATOR_POOLS`. Raises ConfigError unless it maps names to non-empty strings."""
     raw = config_value(config, "acceleratorPools", DEFAULT_ACCELERATOR_POOLS)
     pools = mapping(raw)
     if not pools or not all(isinstance(v, str) and v for v in pools.values()):
@@ -102,7 +104,7 @@ def accelerator_placement_validator(
     if spec is None:
         return
     config = args.get_config()
-    pools = _pools(config)
+    pools = accelerator_pools(config)
     key = config_str(config, "poolLabel", DEFAULT_POOL_LABEL)
     where = describe(args.resource_type, props)
     requested = requested_accelerators(spec, pools)

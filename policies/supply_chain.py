@@ -1,11 +1,13 @@
-"""Supply-chain policies: pinned images from one release, and no promotion of an Ascend image
-whose precision check has not passed.
+"""Supply-chain policies: pinned images from one release, and no Ascend image serving traffic
+before its precision check has passed.
 
 Where the verified image comes from: the precision-check workflow records the Ascend image
 whose check passed in stack config `verifiedAscendImage`; the program copies it onto the Ascend
 Deployment as the annotation `dualstack.io/verified-ascend-image` (so the pack sees it in the
 props, online and offline). Policy config `verifiedAscendImage`, when set, takes precedence.
-Changing the Ascend image resets the verification: the served image no longer equals it.
+Changing the Ascend image resets the verification: the served image no longer equals it, so
+the precision check is required before a raise AND after every image upgrade while Ascend serves
+traffic; only weight 0 and a decrease (a rollback) pass without it.
 """
 
 from __future__ import annotations
@@ -127,13 +129,19 @@ def image_pair_consistent_validator(
         )
 
 
+VERIFY_COMMAND = "dualstack verify-precision --stack <stack> --nvidia URL --ascend URL"
+"""How an operator records a passing Ascend image (`dualstack/commands/verify_precision.py`)."""
+
+
 @config_errors_are_violations
 def precision_verified_before_promotion_validator(
     args: StackValidationArgs, report_violation: ReportViolation
 ) -> None:
-    """Raising the Ascend weight above `previousWeight` (0 on a first deploy) requires that the
-    Ascend image served is the precision-verified one (config `verifiedAscendImage`, else the
-    Ascend Deployment's `dualstack.io/verified-ascend-image` annotation)."""
+    """While Ascend serves traffic (weight > 0), the Ascend image served is the
+    precision-verified one (config `verifiedAscendImage`, else the Ascend Deployment's
+    `dualstack.io/verified-ascend-image` annotation): after a raise AND after every image
+    change. Exceptions: weight 0 (no traffic) and a weight below `previousWeight` (a rollback
+    is never blocked). With no `previousWeight` (first deploy) any weight > 0 needs it."""
     config = args.get_config()
     previous = config_int(config, "previousWeight", 0, 100)
     view = StackView.of(args.resources)
@@ -141,13 +149,16 @@ def precision_verified_before_promotion_validator(
     weights = [r.weight for r in view.routes_to(ascend_subset) if r.weight is not None]
     if not weights:
         args.not_applicable(f"no VirtualService routes to subset {ascend_subset!r}")
-    weight, baseline = max(weights), previous or 0
-    if weight <= baseline:
-        return  # holding or lowering the weight needs no new evidence
-    raise_text = f"raising the Ascend weight from {baseline}% to {weight}%"
+    weight = max(weights)
+    if weight == 0 or (previous is not None and weight < previous):
+        return  # no Ascend traffic, or a rollback: never blocked
+    if previous is None or weight > previous:
+        move = f"raising the Ascend weight from {previous or 0}% to {weight}%"
+    else:
+        move = f"with the Ascend weight at {weight}%"
     workload, image, why = _backend_image(view, config, "ascend")
     if workload is None or image is None:
-        report_violation(f"cannot check the Ascend image before {raise_text}: {why}", None)
+        report_violation(f"cannot check the Ascend image {move}: {why}", None)
         return
     override = config.get("verifiedAscendImage")
     if override is not None and not isinstance(override, str):
@@ -155,17 +166,22 @@ def precision_verified_before_promotion_validator(
     verified = override or path(
         workload.props, "metadata", "annotations", VERIFIED_IMAGE_ANNOTATION
     )
+    fix = (
+        f"run the precision check for {image} and record its pass with `{VERIFY_COMMAND}` "
+        "(against pods running that image), or lower the weight (to 0 while the new image is "
+        "checked; a decrease is never blocked)"
+    )
     if not verified:
         report_violation(
-            f"{raise_text} needs a precision-verified Ascend image, but none is recorded "
-            f"(stack config verifiedAscendImage); run the precision check for {image} first",
+            f"{move}: {workload.label} serves {image} to live traffic, but no Ascend image is "
+            f"precision-verified (stack config verifiedAscendImage); {fix}",
             workload.urn,
         )
     elif verified != image:
         report_violation(
-            f"{raise_text}: {workload.label} serves {image}, but the precision-verified image "
-            f"is {verified} (an image change resets the verification); run the precision check "
-            f"for {image} at {baseline}% first, then raise the weight",
+            f"{move}: {workload.label} serves {image} to live traffic, but the "
+            f"precision-verified image is {verified} (an image change resets the "
+            f"verification); {fix}",
             workload.urn,
         )
 
@@ -191,8 +207,9 @@ POLICIES = [
     ),
     StackValidationPolicy(
         name="precision-verified-before-promotion",
-        description="Raising the Ascend weight requires that the precision check passed for the "
-        "Ascend image being served.",
+        description="While Ascend serves traffic (weight > 0), its image is the one whose "
+        "precision check passed, after a raise and after every image change; weight 0 and a "
+        "decrease (rollback) are never blocked.",
         validate=precision_verified_before_promotion_validator,
         enforcement_level=EnforcementLevel.MANDATORY,
         config_schema=PolicyConfigSchema(

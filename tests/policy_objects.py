@@ -30,6 +30,9 @@ ASCEND_IMAGE = "registry/inference-service:v1.2.3-npu"
 VERIFIED = "dualstack.io/verified-ascend-image"
 TOKENS = {
     "Deployment": "kubernetes:apps/v1:Deployment",
+    "StatefulSet": "kubernetes:apps/v1:StatefulSet",
+    "DaemonSet": "kubernetes:apps/v1:DaemonSet",
+    "ReplicaSet": "kubernetes:apps/v1:ReplicaSet",
     "Job": "kubernetes:batch/v1:Job",
     "CronJob": "kubernetes:batch/v1:CronJob",
     "Pod": "kubernetes:core/v1:Pod",

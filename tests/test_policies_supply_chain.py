@@ -16,6 +16,7 @@ from tests.policy_objects import (
 
 NEW_ASCEND = "registry/inference-service:v1.2.4-npu"
 NEW_NVIDIA = "registry/inference-service:v1.2.4-cuda"
+VERIFY = "`dualstack verify-precision --stack <stack> --nvidia URL --ascend URL`"
 
 
 def images(objects, config=None):
@@ -119,21 +120,48 @@ class TestPrecisionVerifiedBeforePromotion:
         set_image(stack, "ascend", NEW_ASCEND)
         [message] = precision(stack, {"previousWeight": 5})
         assert "raising the Ascend weight from 5% to 20%" in message
-        assert f"serves {NEW_ASCEND}" in message
+        assert f"serves {NEW_ASCEND} to live traffic" in message
         assert f"precision-verified image is {ASCEND_IMAGE}" in message
-        assert "run the precision check" in message
+        assert f"run the precision check for {NEW_ASCEND}" in message
+        assert VERIFY in message
 
     def test_raise_without_any_verified_image_fails(self):
         stack = good_stack(20)
         del find(stack, "Deployment", "ascend")["metadata"]["annotations"]
         [message] = precision(stack, {"previousWeight": 5})
-        assert "none is recorded" in message
+        assert "no Ascend image is precision-verified" in message and VERIFY in message
 
-    @pytest.mark.parametrize(("previous", "weight"), [(20, 20), (50, 20), (80, 0)])
-    def test_holding_or_lowering_needs_no_verification(self, previous, weight):
+    @pytest.mark.parametrize("weight", [5, 20, 100])
+    def test_image_change_at_the_same_weight_fails(self, weight):
+        """The precision check is required after every image upgrade, not only on a raise."""
+        stack = good_stack(weight)
+        set_image(stack, "ascend", NEW_ASCEND)
+        [message] = precision(stack, {"previousWeight": weight})
+        assert message.startswith(
+            f"with the Ascend weight at {weight}%: Deployment inference/inference-green serves "
+            f"{NEW_ASCEND} to live traffic, but the precision-verified image is {ASCEND_IMAGE}"
+        )
+        assert "or lower the weight (to 0 while the new image is checked" in message
+
+    def test_holding_with_the_verified_image_passes(self):
+        assert precision(good_stack(20), {"previousWeight": 20}) == []
+
+    @pytest.mark.parametrize(("previous", "weight"), [(50, 20), (80, 0), (5, 0), (100, 80)])
+    def test_lowering_never_needs_verification(self, previous, weight):
+        """A rollback is never blocked, even with an unverified (or no) verified image."""
         stack = good_stack(weight)
         set_image(stack, "ascend", NEW_ASCEND)
         assert precision(stack, {"previousWeight": previous}) == []
+        del find(stack, "Deployment", "ascend")["metadata"]["annotations"]
+        assert precision(stack, {"previousWeight": previous}) == []
+
+    @pytest.mark.parametrize("previous", [None, 0, 20])
+    def test_weight_zero_never_needs_verification(self, previous):
+        stack = good_stack(0)
+        set_image(stack, "ascend", NEW_ASCEND)
+        del find(stack, "Deployment", "ascend")["metadata"]["annotations"]
+        config = {} if previous is None else {"previousWeight": previous}
+        assert precision(stack, config) == []
 
     def test_first_deploy_counts_as_a_raise_from_zero(self):
         stack = good_stack(5)

@@ -59,6 +59,25 @@ def test_first_deploy_and_max_step():
     assert config["no-unsafe-weight-jump"]["maxStep"] == 10
 
 
+def test_pool_sizes_come_from_the_pools_settings():
+    """`pool-capacity` gets each pool's node count and acceleratorsPerNode from the settings."""
+    ascend = {
+        "pool": {
+            "name": "npu",
+            "nodes": ["npu-01", "npu-02", "npu-03", "npu-04"],
+            "acceleratorsPerNode": 16,
+        }
+    }
+    config = pack_config(load_settings(cfg(ascendWeight="5", ascend=ascend)), 5)
+    assert config["pool-capacity"] == {
+        "poolSizes": {
+            "nvidia": {"nodes": 3, "acceleratorsPerNode": 8},
+            "npu": {"nodes": 4, "acceleratorsPerNode": 16},
+        },
+        "acceleratorPools": {"nvidia.com/gpu": "nvidia", "huawei.com/Ascend910": "npu"},
+    }
+
+
 def test_bad_release_pattern_is_a_settings_error_naming_the_key():
     with pytest.raises(SettingsError, match=r"dualstack-inference:policy\.releaseTagPattern"):
         load_settings(cfg(ascendWeight="5", policy={"releaseTagPattern": r"^v\d+$"}))

@@ -137,7 +137,7 @@ def test_importing_the_validators_does_not_start_the_pack():
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT
     )
-    assert (done.returncode, done.stdout) == (0, "9\n"), done.stderr
+    assert (done.returncode, done.stdout) == (0, "10\n"), done.stderr
 
 
 def test_pack_manifest_names_the_python_runtime():

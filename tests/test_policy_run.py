@@ -61,7 +61,7 @@ def test_rendered_prod_stack_passes_with_one_advisory(render_objects):
         cfg(ascendWeight="20", verifiedAscendImage="registry/inference-service:v1.2.3-npu")
     )
     results = by_policy(run_policies(objects, JUMP))
-    assert len(results) == 9
+    assert len(results) == 10
     [advisory] = results.pop("accelerator-driver-hostpath")
     assert (
         advisory.outcome == "advisory"

@@ -35,7 +35,7 @@ def test_5_to_20_passes(git_repo, capsys):
     code, out, err = preview(git_repo, capsys)
     assert code == 0, out
     assert "Ascend weight: 5% -> 20%" in out
-    summary = "0 violations, 1 advisory, 8 of 9 policies passed"
+    summary = "0 violations, 1 advisory, 9 of 10 policies passed"
     assert f"Policies (dualstack-migration, previous weight 5%): {summary}" in out
     assert "  ok   no-unsafe-weight-jump [mandatory]" in out
     assert err == ""
@@ -82,6 +82,93 @@ def test_raise_to_20_with_an_unverified_ascend_image_fails(git_repo, capsys):
     assert "Ascend image: registry/inference-service:v1.2.4-npu (NOT verified)" in out
     assert err.splitlines()[0] == "policy check failed: precision-verified-before-promotion"
     assert "precision-verified image is registry/inference-service:v1.2.3-npu" in err
+
+
+NEW_IMAGES = (
+    "--set",
+    "ascend.image=registry/inference-service:v1.2.4-npu",
+    "--set",
+    "nvidia.image=registry/inference-service:v1.2.4-cuda",
+)
+
+
+def test_image_bump_at_5_without_verification_fails(git_repo, capsys):
+    """The precision check is required after every image upgrade while Ascend serves traffic."""
+    code, out, err = preview(git_repo, capsys, *NEW_IMAGES)
+    assert code == 1
+    assert "Ascend weight: unchanged at 5%" in out
+    assert "Ascend image: registry/inference-service:v1.2.4-npu (NOT verified)" in out
+    assert err.splitlines()[0] == "policy check failed: precision-verified-before-promotion"
+    assert (
+        "with the Ascend weight at 5%: Deployment inference/inference-green serves "
+        "registry/inference-service:v1.2.4-npu to live traffic, but the precision-verified "
+        "image is registry/inference-service:v1.2.3-npu"
+    ) in err
+    assert "`dualstack verify-precision --stack <stack> --nvidia URL --ascend URL`" in err
+
+
+def test_image_bump_with_a_decrease_5_to_0_passes(git_repo, capsys):
+    set_config_value(git_repo, "prod", "ascendWeight", 0)
+    code, out, err = preview(git_repo, capsys, *NEW_IMAGES)
+    assert code == 0, out
+    assert "Ascend weight: 5% -> 0%" in out
+    assert "  ok   precision-verified-before-promotion [mandatory]" in out
+    assert err == ""
+
+
+def test_image_bump_at_0_passes(git_repo, capsys):
+    deployed_at(git_repo, 0)
+    code, out, _err = preview(git_repo, capsys, *NEW_IMAGES)
+    assert code == 0, out
+    assert "Ascend weight: unchanged at 0%" in out
+    assert "  ok   precision-verified-before-promotion [mandatory]" in out
+
+
+def test_image_bump_at_5_with_its_verification_passes(git_repo, capsys):
+    set_config_value(
+        git_repo, "prod", "verifiedAscendImage", "registry/inference-service:v1.2.4-npu"
+    )
+    code, out, _err = preview(git_repo, capsys, *NEW_IMAGES)
+    assert code == 0, out
+    assert "Ascend image: registry/inference-service:v1.2.4-npu (precision-verified)" in out
+
+
+def test_more_nvidia_pods_than_the_pool_holds_fails(git_repo, capsys):
+    """The trial's case: totalReplicas=100 puts 100 pods on 3 nodes x 8 GPUs."""
+    code, out, err = preview(git_repo, capsys, "--set", "capacity.totalReplicas=100")
+    assert code == 1
+    assert "Replicas: nvidia 4 -> 100, ascend 1 -> 6" in out
+    assert err.splitlines()[0] == "policy check failed: pool-capacity"
+    assert (
+        "pool 'nvidia' is too small: a rollout takes up to 101 nvidia.com/gpu (Deployment "
+        "inference/inference-blue: (100 replicas + maxSurge 1) x 1) but the pool has 24 "
+        "(3 nodes x 8 acceleratorsPerNode)"
+    ) in err
+
+
+def test_more_ascend_pods_than_the_pool_holds_at_100_fails(git_repo, capsys):
+    """The trial's case: at 100% with totalReplicas=20, 24 Ascend pods on 2 nodes x 8 NPUs."""
+    deployed_at(git_repo, 80)
+    set_config_value(git_repo, "prod", "ascendWeight", 100)
+    code, out, err = preview(git_repo, capsys, "--set", "capacity.totalReplicas=20")
+    assert code == 1
+    assert "Replicas: nvidia 4 -> 1, ascend 4 -> 24" in out
+    assert err.splitlines()[0] == "policy check failed: pool-capacity"
+    assert (
+        "pool 'ascend' is too small: a rollout takes up to 25 huawei.com/Ascend910" in err
+        and "but the pool has 16 (2 nodes x 8 acceleratorsPerNode)" in err
+    )
+
+
+def test_pool_size_comes_from_the_stack_config(git_repo, capsys):
+    """`ascend.pool.acceleratorsPerNode` reaches the policy through `dualstack policy-config`."""
+    deployed_at(git_repo, 80)
+    set_config_value(git_repo, "prod", "ascendWeight", 100)
+    pool = {"name": "ascend", "nodes": ["ascend-01", "ascend-02"], "acceleratorsPerNode": 16}
+    set_config_value(git_repo, "prod", "ascend", {"pool": pool})
+    code, out, _err = preview(git_repo, capsys, "--set", "capacity.totalReplicas=20")
+    assert code == 0, out
+    assert "  ok   pool-capacity [mandatory]" in out
 
 
 def test_a_subset_selecting_no_pod_fails(git_repo, capsys, monkeypatch):
