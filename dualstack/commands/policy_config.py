@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from components.settings import load_settings
-from dualstack.policy_config import pack_config, read_deployed_weight, write_config
 from dualstack.output_paths import check_output_file
+from dualstack.policy_config import pack_config, read_deployed_weight, write_config
 from dualstack.project import UsageError, find_root, load_stack_config
 
 
