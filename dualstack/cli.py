@@ -11,6 +11,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from dualstack import __version__
 
@@ -31,9 +32,22 @@ COMMANDS = (
 EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line on stderr and exit 2:
+    `error: rollback: argument --to: invalid int value: 'abc' (see dualstack rollback --help)`.
+
+    Sub-parsers made by `add_subparsers` get this class too (argparse uses the parent's type).
+    """
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.split()[-1] if " " in self.prog else self.prog
+        message = " ".join(message.split())
+        self.exit(EXIT_ERROR, f"error: {command}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every sub-command registered."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="dualstack",
         description="GitOps tooling for moving an inference service from NVIDIA to Ascend.",
     )
@@ -53,7 +67,7 @@ def expected_errors() -> tuple[type[BaseException], ...]:
     from dualstack.gitops import GitError
     from dualstack.policy_config import StackOutputError
     from dualstack.project import UsageError
-    from dualstack.prometheus import PrometheusUnavailable
+    from dualstack.prometheus import PrometheusError
     from dualstack.render import RenderError
     from dualstack.stackfile import StackFileError
     from dualstack.validate import SchemaError
@@ -65,15 +79,27 @@ def expected_errors() -> tuple[type[BaseException], ...]:
         SchemaError,
         UsageError,
         GitError,
-        PrometheusUnavailable,
+        PrometheusError,
         StackOutputError,
         OSError,
     )
 
 
+def error_lines(exc: BaseException) -> list[str]:
+    """What to print for an expected error: its message lines; an OSError as
+    `<strerror>: <filename>` (`No such file or directory: out/gate.md`), not `[Errno 2] ...`."""
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f": {exc.filename}" if exc.filename is not None else ""
+        return [f"{exc.strerror}{where}"]
+    return str(exc).splitlines() or [type(exc).__name__]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; returns its exit code."""
-    args = build_parser().parse_args(argv)
+    """Run one command; returns its exit code (a usage error from the parser is 2)."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a one-line usage error
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     try:
         code = int(args.func(args) or EXIT_OK)
         sys.stdout.flush()  # a closed pipe fails here, not in the interpreter's exit
@@ -85,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: output closed (broken pipe)", file=sys.stderr)
         return EXIT_ERROR
     except expected_errors() as exc:
-        for line in str(exc).splitlines() or [type(exc).__name__]:
+        for line in error_lines(exc):
             print(f"error: {line}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:

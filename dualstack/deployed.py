@@ -19,10 +19,16 @@ PULUMI_TIMEOUT_S = 30.0
 
 @dataclass(frozen=True)
 class Deployed:
-    """The deployed Ascend weight (%), or None with `note` saying why it is unknown."""
+    """The deployed Ascend weight (%), or None with `note` saying why it is unknown.
+
+    `failed` tells the two unknowns apart: False when no backend was asked (no CLI on PATH),
+    True when the CLI was there but gave no weight (error, timeout, garbage). A guard that
+    must fail closed refuses on `failed`; status reports merely show the note.
+    """
 
     weight: int | None
     note: str = ""
+    failed: bool = False
 
     def compare(self, git_weight: int) -> str:
         """`in sync (5%)`, `DIFFERS: deployed 5%, git 20%` or `unknown: <why>`."""
@@ -41,7 +47,8 @@ def pulumi_cli() -> str | None:
 def deployed_weight(root: Path, stack: str, timeout: float = PULUMI_TIMEOUT_S) -> Deployed:
     """Ask the stack's backend for its `ascendWeight` output; never raises.
 
-    Unknown (weight None) when the CLI is missing, fails, times out or prints no integer.
+    Unknown (weight None) when the CLI is missing (`failed` False), or when it fails, times
+    out or prints no integer 0..100 (`failed` True).
     """
     cli = pulumi_cli()
     if cli is None:
@@ -55,20 +62,24 @@ def deployed_weight(root: Path, stack: str, timeout: float = PULUMI_TIMEOUT_S) -
             timeout=timeout,
         )
     except subprocess.TimeoutExpired:
-        return Deployed(None, f"`pulumi stack output` gave no answer within {timeout:g} s")
+        return _failed(f"`pulumi stack output` gave no answer within {timeout:g} s")
     except OSError as exc:
-        return Deployed(None, f"could not run pulumi: {exc.strerror or exc}")
+        return _failed(f"could not run pulumi: {exc.strerror or exc}")
     if done.returncode != 0:
         first = (done.stderr.strip().splitlines() or ["no message"])[0]
-        return Deployed(None, f"pulumi stack output failed: {first}")
+        return _failed(f"pulumi stack output failed: {first}")
     try:
         value = json.loads(done.stdout)
     except ValueError:
-        return Deployed(None, f"pulumi printed {done.stdout.strip()[:40]!r}, not JSON")
+        return _failed(f"pulumi printed {done.stdout.strip()[:40]!r}, not JSON")
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value)
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 100:
-        return Deployed(None, f"the deployed ascendWeight output is {value!r}, not 0..100")
+        return _failed(f"the deployed ascendWeight output is {value!r}, not 0..100")
     return Deployed(value)
+
+
+def _failed(note: str) -> Deployed:
+    return Deployed(None, note, failed=True)

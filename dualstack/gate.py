@@ -13,10 +13,13 @@ an explicit time, and judges four criteria against the stack's `slo` settings:
   `precision_check_passed{ascend_image=...}` gauge, when Prometheus has it, is 1.
 
 Every criterion is PASS, FAIL or NO_DATA. An empty result, NaN (0/0 from a window without
-traffic), ±Inf, an HTTP error or a malformed answer is NO_DATA, and NO_DATA never passes.
-While the stack is at weight 0, Ascend serves no traffic to compare: the three traffic
-criteria are still shown but not required, and the first step rests on precision alone.
-An unreachable Prometheus raises `PrometheusUnavailable` (nothing can be judged).
+traffic), ±Inf, or a series that is stale or covers too little of the window
+(`dualstack.gate_data`) is NO_DATA, and NO_DATA never passes. While the stack is at weight 0
+(in its file and in the recorded route weight), Ascend serves no traffic to compare: the three
+traffic criteria are still shown but not required, and the first step rests on precision.
+An unreachable Prometheus (`PrometheusUnavailable`) or an answer that is not a Prometheus
+query result (`PrometheusError`: HTTP error, HTML page, redirect, malformed JSON) is raised:
+nothing can be judged, which is an error (exit 2), not a failed check.
 """
 
 from __future__ import annotations
@@ -30,13 +33,9 @@ from typing import Literal
 
 from components.metric_names import ERROR_RATIO, LATENCY_P99, PRECISION_PASSED, REQUEST_RATE
 from components.settings import Settings
-from dualstack.prometheus import (
-    PrometheusClient,
-    PrometheusError,
-    PrometheusUnavailable,
-    describe_value,
-    selector,
-)
+from dualstack.gate_data import DEFAULT_BOUNDS, DataBounds, data_problem, recorded_weight
+from dualstack.gate_data import STEP_SECONDS as SLOT_SECONDS
+from dualstack.prometheus import PrometheusClient, describe_value, selector
 
 Status = Literal["PASS", "FAIL", "NO_DATA"]
 STEP_SECONDS = 60
@@ -76,7 +75,12 @@ class Criterion:
 
 @dataclass(frozen=True)
 class GateReport:
-    """Every criterion of one gate run. `passed` is True only when each required one passed."""
+    """Every criterion of one gate run. `passed` is True only when each required one passed.
+
+    `weight` is the stack file's Ascend weight (%); `recorded_weight` the (lowest, highest)
+    route weight (%) the deployed rules recorded over the window, i.e. the weight the data
+    was taken at, or None when Prometheus records none.
+    """
 
     stack: str
     namespace: str
@@ -85,11 +89,24 @@ class GateReport:
     at: float
     prometheus: str
     criteria: Sequence[Criterion]
+    recorded_weight: tuple[int, int] | None = None
+    bounds: DataBounds = DEFAULT_BOUNDS
 
     @property
     def passed(self) -> bool:
         """True when every required criterion is PASS (NO_DATA and FAIL both block)."""
         return all(c.status == "PASS" for c in self.criteria if c.required)
+
+
+def parse_duration(text: str, option: str = "--window") -> float:
+    """A Prometheus duration (`30s`, `30m`, `1h30m`) in seconds.
+
+    Raises ValueError naming `option` when the text is not a duration.
+    """
+    text = text.strip()
+    if not text or _DURATION.sub("", text) != "":
+        raise ValueError(f"{option} {text!r}: expected a duration such as 30m, 2h or 1h30m")
+    return sum(int(n) * _UNITS[unit] for n, unit in _DURATION.findall(text))
 
 
 def parse_window(text: str) -> int:
@@ -98,9 +115,7 @@ def parse_window(text: str) -> int:
     Raises ValueError naming `--window` when the text is not a duration or out of range.
     """
     text = text.strip()
-    if not text or _DURATION.sub("", text) != "":
-        raise ValueError(f"--window {text!r}: expected a duration such as 30m, 2h or 1h30m")
-    seconds = sum(int(n) * _UNITS[unit] for n, unit in _DURATION.findall(text))
+    seconds = parse_duration(text, "--window")
     if not MIN_WINDOW_SECONDS <= seconds <= MAX_WINDOW_SECONDS:
         raise ValueError(f"--window {text!r}: must be between 5m and 7d (the series are 5m rates)")
     return int(seconds)
@@ -154,15 +169,11 @@ def average_query(metric: str, namespace: str, hardware: str, window_seconds: in
 def read(client: PrometheusClient, promql: str, at: float, combine: str = "max") -> Reading:
     """Query `promql` at `at` and reduce the samples to one value (`max`, `min` or `sum`).
 
-    Empty results, non-finite values and query errors become a Reading with a `problem`.
-    Raises PrometheusUnavailable when Prometheus does not answer at all.
+    Empty results and non-finite values become a Reading with a `problem`. Raises
+    PrometheusUnavailable when Prometheus does not answer and PrometheusError when the answer
+    is not a query result: the gate cannot judge, it must not report a verdict.
     """
-    try:
-        samples = client.query(promql, at)
-    except PrometheusUnavailable:
-        raise
-    except PrometheusError as exc:
-        return Reading(None, f"query failed: {exc}")
+    samples = client.query(promql, at)
     if not samples:
         return Reading(None, "no series")
     bad = [s.value for s in samples if not math.isfinite(s.value)]
@@ -317,28 +328,43 @@ def evaluate(
     client: PrometheusClient,
     window: str,
     at: float,
+    bounds: DataBounds = DEFAULT_BOUNDS,
 ) -> GateReport:
     """Run every query at unix time `at` and judge the criteria for `stack`.
 
-    Raises ValueError for a bad `window` and PrometheusUnavailable when Prometheus does not
-    answer (the first such query stops the run: nothing else could be judged either).
+    A traffic series that is stale or too sparse by `bounds` makes its criterion NO_DATA.
+    Raises ValueError for a bad `window`, PrometheusUnavailable when Prometheus does not
+    answer and PrometheusError when an answer is unusable (the first such query stops the
+    run: nothing else could be judged either).
     """
     window_seconds = parse_window(window)
     ns, slo = settings.namespace, settings.slo
+    slot = max(SLOT_SECONDS, int(parse_duration(settings.monitoring.evaluation_interval)))
 
-    def both(make: Callable[[str], str], combine: str) -> tuple[Reading, Reading]:
+    def checked(metric: str, hardware: str, reading: Reading) -> Reading:
+        if reading.value is None:
+            return reading
+        problem = data_problem(
+            client, series(metric, ns, hardware), at, window_seconds, slot, bounds
+        )
+        return reading if problem is None else Reading(None, problem)
+
+    def both(metric: str, make: Callable[[str], str], combine: str) -> tuple[Reading, Reading]:
         return (
-            read(client, make("ascend"), at, combine),
-            read(client, make("nvidia"), at, combine),
+            checked(metric, "ascend", read(client, make("ascend"), at, combine)),
+            checked(metric, "nvidia", read(client, make("nvidia"), at, combine)),
         )
 
-    requests = both(lambda hw: request_count_query(ns, hw, window_seconds), "sum")
-    errors = both(lambda hw: average_query(ERROR_RATIO, ns, hw, window_seconds), "max")
-    latency = both(lambda hw: average_query(LATENCY_P99, ns, hw, window_seconds), "max")
+    requests = both(REQUEST_RATE, lambda hw: request_count_query(ns, hw, window_seconds), "sum")
+    errors = both(ERROR_RATIO, lambda hw: average_query(ERROR_RATIO, ns, hw, window_seconds), "max")
+    latency = both(
+        LATENCY_P99, lambda hw: average_query(LATENCY_P99, ns, hw, window_seconds), "max"
+    )
     pushed = read(
         client, selector(PRECISION_PASSED, {"ascend_image": settings.ascend.image}), at, "min"
     )
-    traffic_required = settings.ascend_weight > 0
+    recorded = recorded_weight(client, ns, window_seconds, at)
+    traffic_required = settings.ascend_weight > 0 or (recorded is not None and recorded[1] > 0)
     traffic = [
         requests_criterion(*requests, slo.min_requests),
         error_ratio_criterion(*errors, slo.error_ratio_margin),
@@ -347,4 +373,14 @@ def evaluate(
     if not traffic_required:
         traffic = [replace(c, required=False) for c in traffic]
     criteria = [*traffic, precision_criterion(settings, pushed)]
-    return GateReport(stack, ns, settings.ascend_weight, window, at, client.base_url, criteria)
+    return GateReport(
+        stack,
+        ns,
+        settings.ascend_weight,
+        window,
+        at,
+        client.base_url,
+        criteria,
+        recorded,
+        bounds,
+    )

@@ -33,6 +33,20 @@ def _row(criterion: Criterion) -> tuple[str, ...]:
     )
 
 
+def weight_text(report: GateReport) -> str:
+    """The weight the data was taken at: `Ascend at 20%` when the recorded route weight and
+    the stack file agree, `data taken at 5% Ascend; the stack file says 20%` when they do
+    not, `Ascend at 20% per the stack file (no recorded route weight)` without a record."""
+    recorded = report.recorded_weight
+    if recorded is None:
+        return f"Ascend at {report.weight}% per the stack file (no recorded route weight)"
+    low, high = recorded
+    if low == high == report.weight:
+        return f"Ascend at {report.weight}%"
+    taken = f"{low}%" if low == high else f"{low}-{high}% (it changed in the window)"
+    return f"data taken at {taken} Ascend; the stack file says {report.weight}%"
+
+
 def _scope(report: GateReport) -> str:
     return f"window {report.window} ending {timestamp(report.at)}, Prometheus {report.prometheus}"
 
@@ -41,7 +55,7 @@ def _not_required_note(report: GateReport) -> str | None:
     if all(c.required for c in report.criteria):
         return None
     return (
-        f"Ascend serves {report.weight}% of traffic, so there is nothing to compare yet: the "
+        "Ascend serves 0% of traffic, so there is nothing to compare yet: the "
         "traffic criteria are shown but not required, and this step rests on precision."
     )
 
@@ -51,8 +65,8 @@ def format_table(report: GateReport) -> str:
     rows = [COLUMNS, *(_row(c) for c in report.criteria)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
     lines = [
-        f"Promotion gate for stack {report.stack} (namespace {report.namespace}, Ascend at "
-        f"{report.weight}%): {verdict(report)}",
+        f"Promotion gate for stack {report.stack} (namespace {report.namespace}, "
+        f"{weight_text(report)}): {verdict(report)}",
         "W" + _scope(report)[1:],
         "",
     ]
@@ -77,7 +91,7 @@ def format_markdown(report: GateReport) -> str:
     lines = [
         f"### Promotion gate: {verdict(report)}",
         "",
-        f"Stack `{report.stack}` (namespace `{report.namespace}`, Ascend at {report.weight}%), "
+        f"Stack `{report.stack}` (namespace `{report.namespace}`, {weight_text(report)}), "
         f"{_scope(report)}.",
         "",
         "| " + " | ".join((*COLUMNS, "Detail")) + " |",

@@ -33,9 +33,25 @@ def git(root: Path, *args: str) -> str:
     return done.stdout
 
 
-def check_ready_to_commit(root: Path, path: Path, branch: str) -> None:
+MAX_BRANCH_SUFFIX = 99
+"""`--commit` without `--branch` tries `<name>-2` .. `<name>-99` when `<name>` is taken."""
+
+
+def branch_exists(root: Path, branch: str) -> bool:
+    """True when `branch` exists locally or as a remote-tracking branch (`origin/<branch>`)."""
+    refs = git(root, "for-each-ref", "--format=%(refname)", f"refs/heads/{branch}")
+    refs += git(root, "for-each-ref", "--format=%(refname)", f"refs/remotes/*/{branch}")
+    return bool(refs.strip())
+
+
+def check_ready_to_commit(root: Path, path: Path, branch: str, free_name: bool = False) -> str:
     """Before editing: `root` is a git work tree, `path` has no uncommitted change, and
-    `branch` is a valid name that does not exist yet. Raises GitError naming the problem."""
+    `branch` is a valid name that does not exist yet; returns the branch to commit on.
+
+    With `free_name`, a taken `branch` is replaced by the first free `<branch>-2`,
+    `<branch>-3`, ... (an earlier incident's rollback branch must not block this one).
+    Raises GitError naming the problem.
+    """
     git(root, "rev-parse", "--is-inside-work-tree")
     git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
     if git(root, "status", "--porcelain", "--", path.name).strip():
@@ -44,8 +60,13 @@ def check_ready_to_commit(root: Path, path: Path, branch: str) -> None:
         git(root, "check-ref-format", "--branch", branch)
     except GitError:
         raise GitError(f"--branch {branch!r} is not a valid branch name") from None
-    if git(root, "branch", "--list", branch).strip():
-        raise GitError(f"branch {branch} already exists; pass --branch NAME or delete it")
+    if not branch_exists(root, branch):
+        return branch
+    if free_name:
+        for suffix in range(2, MAX_BRANCH_SUFFIX + 1):
+            if not branch_exists(root, candidate := f"{branch}-{suffix}"):
+                return candidate
+    raise GitError(f"branch {branch} already exists; pass --branch NAME or delete it")
 
 
 def commit_on_new_branch(root: Path, path: Path, branch: str, message: str) -> str:

@@ -6,10 +6,11 @@
 Values come back as text and may be "NaN", "+Inf" or "-Inf"; they are parsed as floats and
 left to the caller to judge. Anything else than that shape is an error, never an empty result.
 
-Two error types, so callers can fail closed with the right exit code:
+Two error types, both meaning "could not judge" (exit 2), never a check result:
 - `PrometheusUnavailable`: no answer at all (connection refused, DNS, timeout).
-- `PrometheusError`: an answer that is not a usable result (HTTP error status, malformed
-  JSON, `status: error`, a result type other than vector).
+- `PrometheusError`: an answer that is not a usable result (HTTP error status, a redirect,
+  which the query API never sends but a login proxy does, an HTML page, malformed JSON,
+  `status: error`, a result type other than vector). Its message starts with the URL.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 class PrometheusError(RuntimeError):
-    """Prometheus answered, but not with a usable query result."""
+    """Prometheus (or whatever answers at its URL) answered, but not with a usable result."""
 
 
 class PrometheusUnavailable(PrometheusError):
@@ -83,6 +84,10 @@ def parse_vector(body: bytes) -> list[Sample]:
     try:
         answer = json.loads(body)
     except (ValueError, UnicodeDecodeError):
+        if body.lstrip()[:1] == b"<":
+            raise PrometheusError(
+                "malformed answer: an HTML page, not JSON (is the URL Prometheus's base URL?)"
+            ) from None
         raise PrometheusError("malformed answer: not JSON") from None
     if not isinstance(answer, dict):
         raise PrometheusError("malformed answer: not a JSON object")
@@ -114,23 +119,34 @@ def describe_value(value: float) -> str:
     return f"{value:g}"
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Turn every 3xx into an HTTPError: the query API never redirects, a login proxy does."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
 class PrometheusClient:
     """Instant queries against one Prometheus at `base_url`, each bounded by `timeout` s.
 
-    Loopback URLs never go through an HTTP proxy from the environment.
+    Loopback URLs never go through an HTTP proxy from the environment; redirects are not
+    followed (reported as an unusable answer).
     """
 
     def __init__(self, base_url: str, timeout: float = 10.0) -> None:
         self.base_url = check_url(base_url)
         self.timeout = timeout
         host = urllib.parse.urlsplit(self.base_url).hostname
-        handlers = [urllib.request.ProxyHandler({})] if host in LOOPBACK_HOSTS else []
+        handlers: list[urllib.request.BaseHandler] = [_NoRedirects()]
+        if host in LOOPBACK_HOSTS:
+            handlers.append(urllib.request.ProxyHandler({}))
         self._opener = urllib.request.build_opener(*handlers)
 
     def query(self, promql: str, at: float) -> list[Sample]:
         """Evaluate `promql` at unix time `at` (seconds); the instant vector's samples.
 
-        Raises PrometheusUnavailable (no answer within `timeout`) or PrometheusError.
+        Raises PrometheusUnavailable (no answer within `timeout`) or PrometheusError (an
+        answer that is not an instant vector), each naming the base URL.
         """
         params = urllib.parse.urlencode({"query": promql, "time": f"{at:.3f}"})
         url = f"{self.base_url}/api/v1/query?{params}"
@@ -138,7 +154,7 @@ class PrometheusClient:
             with self._opener.open(url, timeout=self.timeout) as answer:
                 body = answer.read(MAX_ANSWER_BYTES + 1)
         except urllib.error.HTTPError as exc:
-            raise PrometheusError(_http_error(exc)) from None
+            raise PrometheusError(self._unusable(_http_error(exc))) from None
         except TimeoutError:
             cause = f"no answer within {self.timeout:g} s"
             raise PrometheusUnavailable(self._unavailable(cause)) from None
@@ -150,15 +166,22 @@ class PrometheusClient:
                 cause = getattr(reason, "strerror", None) or str(reason)
             raise PrometheusUnavailable(self._unavailable(cause)) from None
         except http.client.HTTPException as exc:
-            raise PrometheusError(f"malformed answer: {type(exc).__name__}") from None
+            cause = f"malformed answer: {type(exc).__name__}"
+            raise PrometheusError(self._unusable(cause)) from None
         except OSError as exc:
             raise PrometheusUnavailable(self._unavailable(exc.strerror or str(exc))) from None
         if len(body) > MAX_ANSWER_BYTES:
-            raise PrometheusError(f"answer larger than {MAX_ANSWER_BYTES} bytes")
-        return parse_vector(body)
+            raise PrometheusError(self._unusable(f"answer larger than {MAX_ANSWER_BYTES} bytes"))
+        try:
+            return parse_vector(body)
+        except PrometheusError as exc:
+            raise PrometheusError(self._unusable(str(exc))) from None
 
     def _unavailable(self, cause: str) -> str:
         return f"Prometheus at {self.base_url} is unreachable: {cause.lower()}"
+
+    def _unusable(self, cause: str) -> str:
+        return f"Prometheus at {self.base_url} gave no usable answer: {cause}"
 
 
 def _http_error(exc: urllib.error.HTTPError) -> str:
@@ -166,7 +189,11 @@ def _http_error(exc: urllib.error.HTTPError) -> str:
     try:
         answer = json.loads(exc.read(64 * 1024))
         if isinstance(answer, dict) and answer.get("error"):
-            detail = f": {answer['error']}"
+            detail = ": " + " ".join(str(answer["error"]).split())
     except (ValueError, OSError):
         pass
+    if 300 <= exc.code < 400:
+        where = exc.headers.get("Location") if exc.headers else None
+        detail = f" to {where}" if where else ""
+        return f"HTTP {exc.code} {exc.reason}: a redirect{detail}, not the query API"
     return f"HTTP {exc.code} {exc.reason}{detail}"

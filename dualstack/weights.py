@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.settings import Settings, load_settings
+from components.settings import Settings, SettingsError, load_settings
 from components.workloads import replicas_for
 from dualstack.deployed import pulumi_cli
 from dualstack.project import UsageError
@@ -86,31 +86,51 @@ def _pulumi_config_set(root: Path, stack: str, weight: int) -> str | None:
     return None
 
 
+def restore_stack_file(root: Path, stack: str, original: bytes) -> None:
+    """Put back the stack file's bytes as they were before a write."""
+    stack_path(root, stack).write_bytes(original)
+
+
 def write_weight(root: Path, stack: str, weight: int) -> str:
     """Store `weight` as the stack's `ascendWeight`; returns how, for the user.
 
-    Prefers `pulumi config set`; falls back to editing the stack file when the CLI is
-    missing or fails. Raises StackFileError when the file cannot be edited.
+    Prefers `pulumi config set`; falls back to editing the stack file (from its original
+    bytes, whatever a failed CLI left) when the CLI is missing or fails. Raises
+    StackFileError when the file cannot be edited.
     """
-    name = stack_path(root, stack).name
+    path = stack_path(root, stack)
+    original = path.read_bytes()
     problem = _pulumi_config_set(root, stack, weight)
     if problem is None:
         return f"pulumi config set {WEIGHT_KEY} {weight} --stack {stack}"
+    if path.read_bytes() != original:
+        path.write_bytes(original)
     set_config_value(root, stack, WEIGHT_KEY, weight)
-    return f"edited {name} in place; {problem}"
+    return f"edited {path.name} in place; {problem}"
 
 
 def change_weight(root: Path, stack: str, before: Settings, weight: int) -> WeightChange:
     """Write `weight` and read the stack back; the validated change.
 
-    Raises StackFileError when the file does not hold `weight` afterwards, SettingsError when
-    the stack no longer validates.
+    When the file does not hold a valid stack at `weight` afterwards, its original bytes are
+    put back and StackFileError is raised naming what was wrong.
     """
+    path = stack_path(root, stack)
+    original = path.read_bytes()
     method = write_weight(root, stack, weight)
-    after = load_settings(read_config(root, stack))
-    if after.ascend_weight != weight:
+    try:
+        after = load_settings(read_config(root, stack))
+    except (SettingsError, StackFileError) as exc:
+        restore_stack_file(root, stack, original)
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
         raise StackFileError(
-            f"{stack_path(root, stack).name} holds ascendWeight {after.ascend_weight} after "
-            f"writing {weight}; check the file"
+            f"{path.name} after `{method.split(';')[0]}` does not validate: {first}; restored "
+            "its previous content"
+        ) from None
+    if after.ascend_weight != weight:
+        restore_stack_file(root, stack, original)
+        raise StackFileError(
+            f"{path.name} holds ascendWeight {after.ascend_weight} after writing {weight}; "
+            "restored its previous content"
         )
     return WeightChange(stack, before, after, method)

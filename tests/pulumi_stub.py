@@ -2,7 +2,8 @@
 
 It logs its arguments, answers `stack output ascendWeight` with $FAKE_PULUMI_DEPLOYED (or
 fails like a CLI without a backend), and performs `config set` on the stack file only when
-$FAKE_PULUMI_CONFIG is `ok` (else fails like a CLI that is not logged in).
+$FAKE_PULUMI_CONFIG is `ok` (else fails like a CLI that is not logged in); `wrong` writes the
+value with a `0` appended (5 -> 50, 20 -> 200) and exits 0, like a CLI that mangled it.
 """
 
 from __future__ import annotations
@@ -32,8 +33,10 @@ if args[:3] == ["stack", "output", "ascendWeight"]:
     if answer is None:
         sys.exit("error: no Pulumi.yaml project file found / not logged in")
     print(answer)
-elif args[:2] == ["config", "set"] and os.environ.get("FAKE_PULUMI_CONFIG") == "ok":
+elif args[:2] == ["config", "set"] and os.environ.get("FAKE_PULUMI_CONFIG") in ("ok", "wrong"):
     key, value, stack = args[2], args[3], args[args.index("--stack") + 1]
+    if os.environ["FAKE_PULUMI_CONFIG"] == "wrong":
+        value += "0"
     path = pathlib.Path(f"Pulumi.{{stack}}.yaml")
     text = re.sub(rf'(:{{key}}: )"[^"]*"', rf'\\g<1>"{{value}}"', path.read_text())
     path.write_text(text)

@@ -84,7 +84,6 @@ def test_queries_select_one_backend_of_one_namespace():
         ([0.1, math.nan], "max", None, "NaN from 0/0, no requests in part of the window"),
         ([math.inf], "max", None, "+Inf"),
         ([-math.inf], "sum", None, "-Inf"),
-        (PrometheusError("HTTP 500 Internal"), "max", None, "query failed: HTTP 500 Internal"),
     ],
 )
 def test_read_reduces_or_explains(answer, combine, value, problem):
@@ -93,9 +92,13 @@ def test_read_reduces_or_explains(answer, combine, value, problem):
     assert reading.problem == problem
 
 
-def test_read_lets_unavailable_through():
-    with pytest.raises(PrometheusUnavailable):
-        read(FakeClient(PrometheusUnavailable("down")), "q", 1.0)
+@pytest.mark.parametrize(
+    "error", [PrometheusUnavailable("down"), PrometheusError("HTTP 500 Internal Server Error")]
+)
+def test_read_raises_when_prometheus_cannot_answer(error):
+    # An unusable answer is "could not judge" (exit 2), never a NO_DATA verdict.
+    with pytest.raises(type(error), match=str(error)):
+        read(FakeClient(error), "q", 1.0)
 
 
 def test_requests_criterion():

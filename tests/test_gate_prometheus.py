@@ -14,7 +14,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.metric_names import ERROR_RATIO, LATENCY_P99, PRECISION_PASSED, REQUEST_RATE
+from components.metric_names import (
+    ASCEND_WEIGHT,
+    ERROR_RATIO,
+    LATENCY_P99,
+    PRECISION_PASSED,
+    REQUEST_RATE,
+)
 from components.settings import PROJECT
 from dualstack.cli import main
 from dualstack.stackfile import read_config
@@ -69,6 +75,19 @@ def history() -> list[Series]:
             if hardware == "ascend" and key == "errors":
                 samples = [(t, math.nan if END - 900 <= t < END - 600 else v) for t, v in samples]
             series.append(Series(metric, labels, samples))
+    # stopped: healthy until 11 minutes before END, then nothing (a dead rule evaluator).
+    # gap: healthy except ten minutes without samples inside the last 30 minutes.
+    for namespace, keep in {
+        "stopped": lambda t: t <= END - 660,
+        "gap": lambda t: not END - 1500 <= t < END - 900,
+    }.items():
+        for hardware, values in HEALTHY.items():
+            labels = {"hardware": hardware, "namespace": namespace}
+            for key, metric in METRICS.items():
+                samples = [(t, v) for t, v in constant(values[key], START, END) if keep(t)]
+                series.append(Series(metric, labels, samples))
+    # The route weight the deployed rules record: 20% in `healthy` (as its stack file says).
+    series.append(Series(ASCEND_WEIGHT, {"namespace": "healthy"}, constant(0.2, START, END)))
     series.append(
         Series(
             PRECISION_PASSED, {"ascend_image": IMAGE, "job": "precision"}, constant(1, START, END)
@@ -104,7 +123,7 @@ def write_stack(root: Path, name: str, namespace: str, weight: int = 20, **extra
 def project(tmp_path: Path) -> Path:
     """A project folder with one stack per scenario (stack name = namespace)."""
     (tmp_path / "Pulumi.yaml").write_text(f"name: {PROJECT}\nruntime: python\n")
-    for namespace in [*SCENARIOS, "partial-nan"]:
+    for namespace in [*SCENARIOS, "partial-nan", "stopped", "gap"]:
         write_stack(tmp_path, namespace, namespace)
     return tmp_path
 
@@ -226,6 +245,65 @@ def test_first_step_from_zero_rests_on_precision(project, prometheus, capsys):
 def test_window_ending_before_the_data_has_no_data(project, prometheus):
     argv = ["-C", str(project), "gate", "--stack", "healthy", "--prometheus", prometheus]
     assert main([*argv, "--at", str(START - 3600)]) == 1
+
+
+@pytest.mark.parametrize(
+    ("stack", "extra", "why"),
+    [
+        # the trial's case: a 1-hour window ending an hour after the data stopped
+        (
+            "healthy",
+            ["--window", "1h", "--at", str(END + 3600)],
+            "stale: newest sample 1h 0m before the window end",
+        ),
+        # a run "now" while the rule evaluator stopped 11 minutes ago
+        ("stopped", [], "stale: newest sample 11m 0s before the window end (bound 5m 0s)"),
+        ("gap", [], "sparse: samples in 73% of the window (bound 90%)"),
+    ],
+)
+def test_stale_or_sparse_data_is_no_data(project, prometheus, tmp_path, capsys, stack, extra, why):
+    report = tmp_path / "gate.md"
+    argv = ["-C", str(project), "gate", "--stack", stack, "--prometheus", prometheus]
+    extra = extra if "--at" in extra else [*extra, "--at", str(END)]
+    assert main([*argv, *extra, "--markdown", str(report)]) == 1
+    result = statuses(report)
+    assert [result[k] for k in ("Requests in window", "5xx error ratio", "p99 latency")] == [
+        "NO_DATA"
+    ] * 3
+    assert why in capsys.readouterr().out
+
+
+def test_staleness_and_coverage_bounds_are_options(project, prometheus):
+    assert (
+        gate(project, prometheus, "stopped", "--max-staleness", "15m", "--min-coverage", "60") == 0
+    )
+    assert gate(project, prometheus, "stopped", "--max-staleness", "15m") == 1  # 70% < 90%
+    assert gate(project, prometheus, "gap", "--min-coverage", "60") == 0
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--max-staleness", "soon"], "--max-staleness 'soon': expected a duration"),
+        (["--max-staleness", "2h"], "--max-staleness 2h: expected more than 0 and at most"),
+        (["--min-coverage", "0"], "--min-coverage 0: expected 0 < percent <= 100"),
+    ],
+)
+def test_bad_bounds_are_one_line_errors(project, capsys, option, message):
+    assert gate(project, "http://127.0.0.1:1", "healthy", *option) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+def test_header_states_the_weight_the_data_was_taken_at(project, prometheus, capsys):
+    assert gate(project, prometheus, "healthy") == 0
+    assert "(namespace healthy, Ascend at 20%): PASSED" in capsys.readouterr().out
+    # A step written to the file but not deployed: the data is still from 20%.
+    write_stack(project, "healthy", "healthy", weight=50)
+    gate(project, prometheus, "healthy")
+    assert "data taken at 20% Ascend; the stack file says 50%" in capsys.readouterr().out
+    assert gate(project, prometheus, "p99-3x") == 1
+    assert "Ascend at 20% per the stack file (no recorded route weight)" in capsys.readouterr().out
 
 
 def test_prometheus_down_is_one_line_error(project, capsys):

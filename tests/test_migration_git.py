@@ -158,11 +158,12 @@ def test_bad_input_is_one_line_and_changes_nothing(git_repo, capsys, argv, messa
     assert git(git_repo, "status", "--porcelain") == ""
 
 
-def test_non_integer_target_is_refused_by_the_parser(git_repo, capsys):
-    with pytest.raises(SystemExit) as exited:
-        dualstack(git_repo, "rollback", "--stack", "prod", "--to", "abc")
-    assert exited.value.code == 2
-    assert "invalid int value: 'abc'" in capsys.readouterr().err
+def test_non_integer_target_is_one_line_from_the_parser(git_repo, capsys):
+    assert dualstack(git_repo, "rollback", "--stack", "prod", "--to", "abc") == 2
+    assert capsys.readouterr().err == (
+        "error: rollback: argument --to: invalid int value: 'abc' (see dualstack rollback --help)\n"
+    )
+    assert weight(git_repo) == "5"
 
 
 def test_commit_refuses_a_dirty_stack_file(git_repo, capsys):

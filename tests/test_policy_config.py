@@ -201,18 +201,22 @@ def test_command_by_hand_and_first_deploy(git_repo, capsys):
 
 
 @pytest.mark.parametrize(
-    "args",
+    ("args", "message"),
     [
-        [],
-        ["--previous-weight", "150"],
-        ["--previous-weight", "x"],
-        ["--first-deploy", "--previous-weight", "5"],
+        ([], "policy-config: one of the arguments --from-stack-output --previous-weight"),
+        (["--previous-weight", "150"], "policy-config: argument --previous-weight: 150 is outside"),
+        (["--previous-weight", "x"], "policy-config: argument --previous-weight: 'x' is not a"),
+        (["--first-deploy", "--previous-weight", "5"], "not allowed with argument"),
+        (["--previous-weight", "33"], "--previous-weight 33: not a ladder step of stack prod"),
     ],
 )
-def test_command_rejects_bad_flags(git_repo, args, capsys):
-    with pytest.raises(SystemExit) as caught:
-        main(["-C", str(git_repo), "policy-config", *args])
-    assert caught.value.code == 2
+def test_command_rejects_bad_flags_in_one_line(git_repo, tmp_path, args, message, capsys):
+    out = tmp_path / "policy.json"
+    assert main(["-C", str(git_repo), "policy-config", *args, "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err
+    assert err.count("\n") == 1
+    assert not out.exists()
 
 
 def test_program_records_the_verified_image_on_the_ascend_deployment(render_objects):

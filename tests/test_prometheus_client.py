@@ -37,6 +37,8 @@ ANSWERS: dict[str, tuple[int, bytes]] = {
     "/nan": (200, json.dumps(vector("NaN")).encode()),
     "/empty": (200, json.dumps(vector()).encode()),
     "/garbage": (200, b"<html>proxy error</html>"),
+    "/notjson": (200, b"up 1"),
+    "/redirect": (302, b""),
     "/error": (200, json.dumps({"status": "error", "error": "bad_data: parse error"}).encode()),
     "/matrix": (
         200,
@@ -70,6 +72,8 @@ class Handler(BaseHTTPRequestHandler):
         status, body = ANSWERS[prefix]
         try:
             self.send_response(status)
+            if status == 302:
+                self.send_header("Location", "/login?next=/api/v1/query")
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -120,7 +124,9 @@ def test_empty_result_is_an_empty_list(server):
 @pytest.mark.parametrize(
     ("path", "message"),
     [
-        ("/garbage", "malformed answer: not JSON"),
+        ("/garbage", "malformed answer: an HTML page, not JSON"),
+        ("/notjson", "malformed answer: not JSON"),
+        ("/redirect", "HTTP 302 Found: a redirect to /login\\?next=/api/v1/query, not the query"),
         ("/error", "query failed: bad_data: parse error"),
         ("/matrix", "result type 'matrix', expected 'vector'"),
         ("/badvalue", "sample value 'fast' is not a number"),
@@ -188,20 +194,41 @@ def project(tmp_path):
 @pytest.mark.parametrize(
     ("path", "cause"),
     [
-        ("/http500", "query failed: HTTP 500 Internal Server Error"),
-        ("/garbage", "query failed: malformed answer: not JSON"),
-        ("/matrix", "query failed: malformed answer: result type 'matrix'"),
-        ("/nan", "NaN from 0/0"),
+        ("/http500", "gave no usable answer: HTTP 500 Internal Server Error"),
+        ("/garbage", "gave no usable answer: malformed answer: an HTML page, not JSON"),
+        ("/redirect", "gave no usable answer: HTTP 302 Found: a redirect to /login"),
+        ("/matrix", "gave no usable answer: malformed answer: result type 'matrix'"),
     ],
 )
-def test_gate_fails_closed_on_bad_answers(server, project, capsys, path, cause):
+def test_gate_on_something_that_is_not_prometheus_is_an_error(server, project, capsys, path, cause):
     from dualstack.cli import main
 
     argv = ["-C", str(project), "gate", "--stack", "prod", "--prometheus", f"{server}{path}"]
+    assert main([*argv, "--at", "1700000000"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # no verdict, not even FAILED
+    assert captured.err.startswith(f"error: Prometheus at {server}{path} {cause}")
+    assert captured.err.count("\n") == 1
+
+
+def test_promote_against_something_that_is_not_prometheus_changes_nothing(server, project, capsys):
+    from dualstack.cli import main
+
+    before = (project / "Pulumi.prod.yaml").read_bytes()
+    argv = ["-C", str(project), "promote", "--stack", "prod", "--prometheus", f"{server}/garbage"]
+    assert main([*argv, "--at", "1700000000"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "an HTML page, not JSON" in err
+    assert (project / "Pulumi.prod.yaml").read_bytes() == before
+
+
+def test_gate_fails_closed_on_nan(server, project, capsys):
+    from dualstack.cli import main
+
+    argv = ["-C", str(project), "gate", "--stack", "prod", "--prometheus", f"{server}/nan"]
     assert main([*argv, "--at", "1700000000"]) == 1
     out = capsys.readouterr().out
-    assert "PASSED" not in out
-    assert cause in out
+    assert "PASSED" not in out and "NaN from 0/0" in out
     # Every traffic criterion lacks data; precision alone cannot carry the gate.
     assert out.count("NO_DATA") >= 3
 

@@ -9,8 +9,10 @@ import time
 from pathlib import Path
 
 from components.settings import Settings, load_settings
-from dualstack.gate import GateReport, evaluate, parse_time, parse_window
+from dualstack.gate import GateReport, evaluate, parse_duration, parse_time, parse_window
+from dualstack.gate_data import DEFAULT_BOUNDS, DataBounds
 from dualstack.gate_report import format_markdown, format_table
+from dualstack.output_paths import check_output_file
 from dualstack.project import UsageError, find_root, load_stack_config
 from dualstack.prometheus import PrometheusClient, check_url
 
@@ -39,6 +41,20 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
         "--timeout", type=float, default=10.0, help="seconds per query (default: 10)"
     )
     parser.add_argument(
+        "--max-staleness",
+        metavar="DURATION",
+        default=f"{DEFAULT_BOUNDS.max_staleness_s // 60}m",
+        help="a series whose newest sample is older than this at the window end is NO_DATA "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--min-coverage",
+        metavar="PERCENT",
+        type=float,
+        default=DEFAULT_BOUNDS.min_coverage * 100,
+        help="a series with samples in less of the window is NO_DATA (default: %(default)g)",
+    )
+    parser.add_argument(
         "--markdown", type=Path, metavar="FILE", help="also write the report as Markdown"
     )
 
@@ -46,20 +62,31 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
 def run_gate(args: argparse.Namespace, settings: Settings) -> GateReport:
     """Evaluate the gate for `args.stack` with the shared options; prints the table.
 
-    Raises UsageError for a missing/bad URL, window or time; PrometheusUnavailable when
-    Prometheus does not answer.
+    Raises UsageError for a missing/bad URL, window, time, bound or --markdown path (before
+    any query); PrometheusUnavailable / PrometheusError when Prometheus does not answer or
+    answers with something that is not a query result.
     """
     if not args.prometheus:
         raise UsageError(f"no Prometheus: pass --prometheus URL or set ${PROMETHEUS_ENV}")
     if not 0 < args.timeout <= 300:
         raise UsageError(f"--timeout {args.timeout:g}: expected 0 < seconds <= 300")
+    if not 0 < args.min_coverage <= 100:
+        raise UsageError(f"--min-coverage {args.min_coverage:g}: expected 0 < percent <= 100")
     try:
         client = PrometheusClient(check_url(args.prometheus), timeout=args.timeout)
-        parse_window(args.window)
+        window = parse_window(args.window)
+        staleness = parse_duration(args.max_staleness, "--max-staleness")
         at = parse_time(args.at) if args.at is not None else time.time()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    report = evaluate(settings, args.stack, client, args.window, at)
+    if not 0 < staleness <= window:
+        raise UsageError(
+            f"--max-staleness {args.max_staleness}: expected more than 0 and at most the "
+            f"window ({args.window})"
+        )
+    check_output_file(args.markdown, "--markdown")
+    bounds = DataBounds(int(staleness), args.min_coverage / 100)
+    report = evaluate(settings, args.stack, client, args.window, at, bounds)
     sys.stdout.write(format_table(report))
     if args.markdown is not None:
         args.markdown.write_text(format_markdown(report), encoding="utf-8")
@@ -73,8 +100,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Query the recorded per-hardware series over a window and judge Ascend "
         "against NVIDIA: enough requests, 5xx ratio within the margin, p99 within the factor "
         "(or under the absolute SLO), precision check passed for the served image. Each "
-        "criterion is PASS, FAIL or NO_DATA; NO_DATA never passes. Exit 0 when every "
-        "required criterion passes, 1 otherwise, 2 when Prometheus is unreachable.",
+        "criterion is PASS, FAIL or NO_DATA; NO_DATA (no, stale or sparse data) never "
+        "passes. Exit 0 when every required criterion passes, 1 otherwise, 2 when "
+        "Prometheus is unreachable or answers with something that is not a query result.",
     )
     parser.add_argument("--stack", default="prod", help="stack name (default: prod)")
     add_gate_arguments(parser)

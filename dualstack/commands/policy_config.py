@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 from components.settings import load_settings
+from dualstack.output_paths import check_output_file
 from dualstack.policy_config import pack_config, read_deployed_weight, write_config
-from dualstack.project import find_root, load_stack_config
+from dualstack.project import UsageError, find_root, load_stack_config
 
 
 def weight(text: str) -> int:
@@ -57,6 +58,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     root = find_root(Path(args.cwd) if args.cwd else None)
     settings = load_settings(load_stack_config(root, args.stack))
+    check_output_file(args.output, "--output")
+    if args.previous_weight is not None and args.previous_weight not in settings.ladder:
+        steps = ", ".join(map(str, settings.ladder))
+        raise UsageError(
+            f"--previous-weight {args.previous_weight}: not a ladder step of stack "
+            f"{args.stack}; allowed: {steps}"
+        )
     if args.from_stack_output:
         previous = read_deployed_weight(root, args.stack)
         origin = "pulumi stack output ascendWeight"

@@ -6,18 +6,21 @@ import argparse
 import sys
 from pathlib import Path
 
-from components.settings import Settings, load_settings
+from components.settings import Settings, SettingsError, load_settings
 from dualstack.commands.gate import add_gate_arguments, run_gate
 from dualstack.deployed import deployed_weight
 from dualstack.gate import GateReport
 from dualstack.gate_report import format_markdown, verdict
 from dualstack.gitops import check_ready_to_commit, commit_on_new_branch
-from dualstack.gitref import default_base
+from dualstack.gitref import default_base, describe
+from dualstack.output_paths import check_output_file
+from dualstack.policy_config import StackOutputError
+from dualstack.policy_run import PolicyResult
 from dualstack.pr_text import commit_message, promotion_body, promotion_title
-from dualstack.preview import build_preview, format_preview
+from dualstack.preview import Preview, build_preview, format_preview
 from dualstack.project import UsageError, find_root, load_stack_config
-from dualstack.stackfile import stack_path
-from dualstack.weights import change_weight
+from dualstack.stackfile import read_config_at, stack_path
+from dualstack.weights import change_weight, restore_stack_file
 
 
 def add_pr_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,7 +59,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Check the promotion gate (unless --skip-gate --reason), set ascendWeight "
         "to the next ladder step (pulumi config set, or an in-place edit of the stack file "
         "that keeps its comments), and print a PR title and body with the gate report and the "
-        "offline preview. Exit 0 done (or nothing left at 100%), 1 gate failed, 2 error.",
+        "offline preview. Refuses while a step is pending (the working tree's weight differs "
+        "from the base's or the deployed one). Exit 0 done (or nothing left at 100%), 1 gate "
+        "failed or the step breaks a mandatory policy (file restored), 2 error.",
     )
     parser.add_argument("--stack", default="prod", help="stack name (default: prod)")
     add_gate_arguments(parser)
@@ -78,13 +83,59 @@ def _check_options(args: argparse.Namespace) -> str | None:
     return reason or None
 
 
+def _check_pending(root: Path, stack: str, settings: Settings, base: str | None) -> None:
+    """Refuse when the working tree's weight already differs from the base's: a step (or a
+    rollback) is written but not landed, and another step on top would skip a rung."""
+    if base is None:
+        return
+    config = read_config_at(root, stack, base)
+    if config is None:
+        return  # a new stack: nothing deployed from git yet
+    try:
+        base_weight = load_settings(config).ascend_weight
+    except SettingsError:
+        return  # the preview reports a base that no longer validates, and judges a first deploy
+    if base_weight != settings.ascend_weight:
+        raise UsageError(
+            f"stack {stack}: ascendWeight is {settings.ascend_weight}% in the working tree but "
+            f"{base_weight}% at {describe(root, base)}: a step is already pending; land and "
+            "deploy it (or revert it) before promoting again"
+        )
+
+
 def _check_deployed(root: Path, stack: str, settings: Settings) -> None:
+    """Refuse when the backend's weight differs from git, or when a present Pulumi CLI cannot
+    tell it (fail closed); only a missing CLI leaves the deployed weight unknown."""
     deployed = deployed_weight(root, stack)
+    if deployed.failed:
+        raise StackOutputError(
+            f"stack {stack}: deployed weight unreadable: {deployed.note}; promote needs it to "
+            "rule out an undeployed step (rollback does not)"
+        )
     if deployed.weight is not None and deployed.weight != settings.ascend_weight:
         raise UsageError(
             f"stack {stack}: {deployed.compare(settings.ascend_weight)}; deploy or revert the "
             "pending step before promoting again"
         )
+
+
+def policy_refusal(violations: list[PolicyResult], stack_file: str, stays: str) -> list[str]:
+    """The error lines when a written step breaks mandatory policies (the file is restored)."""
+    lines = [
+        f"policy {v.policy}: {v.resource + ': ' if v.resource else ''}{v.message}"
+        for v in violations
+    ]
+    return [*lines, f"{stack_file} restored; {stays}"]
+
+
+def build_checked_preview(root: Path, stack: str, base: str | None, original: bytes) -> Preview:
+    """The preview of the written stack file; on any error the file's original bytes are put
+    back before the error goes on."""
+    try:
+        return build_preview(root, stack, base)
+    except BaseException:
+        restore_stack_file(root, stack, original)
+        raise
 
 
 def _commit_note(report: GateReport | None, reason: str | None) -> str:
@@ -98,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
     root = find_root(Path(args.cwd) if args.cwd else None)
     settings = load_settings(load_stack_config(root, args.stack))
     reason = _check_options(args)
+    check_output_file(args.body_file, "--body-file")
+    check_output_file(args.markdown, "--markdown")
     target = settings.next_step
     if target is None:
         print(
@@ -105,9 +158,12 @@ def run(args: argparse.Namespace) -> int:
             "nothing left to promote."
         )
         return 0
+    path = stack_path(root, args.stack)
     branch = args.branch or f"dualstack/{args.stack}-ascend-{target}"
     if args.commit:
-        check_ready_to_commit(root, stack_path(root, args.stack), branch)
+        check_ready_to_commit(root, path, branch)
+    base = args.base if args.base is not None else default_base(root)
+    _check_pending(root, args.stack, settings, base)
     _check_deployed(root, args.stack, settings)
     report = None
     if reason is None:
@@ -119,9 +175,15 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
-    base = args.base if args.base is not None else default_base(root)
-    preview = build_preview(root, args.stack, base, [f"ascendWeight={target}"])
+    original = path.read_bytes()
     change = change_weight(root, args.stack, settings, target)
+    preview = build_checked_preview(root, args.stack, base, original)
+    if preview.violations:
+        restore_stack_file(root, args.stack, original)
+        stays = f"stack {args.stack} stays at {settings.ascend_weight}%"
+        for line in policy_refusal(preview.violations, path.name, stays):
+            print(f"error: {line}", file=sys.stderr)
+        return 1
     if report is not None:
         print()  # after the gate table
     print(f"Set ascendWeight {settings.ascend_weight} -> {target}: {change.method}")

@@ -5,10 +5,54 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
+import yaml
+
+from dualstack.output_paths import check_output_dir
 from dualstack.project import find_root, load_stack_config
 from dualstack.render import file_name, render, to_yaml
 from dualstack.validate import validate_objects
+
+
+def stale_files(folder: Path, keep: set[str]) -> list[Path]:
+    """`*.yaml` files in `folder` a previous render wrote and this one does not: each holds one
+    object whose `file_name()` is the file's name. Other files are never touched."""
+    stale = []
+    for path in sorted(folder.glob("*.yaml")):
+        if path.name in keep or not path.is_file():
+            continue
+        try:
+            docs = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue
+        if len(docs) == 1 and _rendered_as(docs[0]) == path.name:
+            stale.append(path)
+    return stale
+
+
+def _rendered_as(doc: Any) -> str | None:
+    if not isinstance(doc, dict) or not isinstance(doc.get("metadata"), dict):
+        return None
+    if not isinstance(doc.get("kind"), str) or not doc["metadata"].get("name"):
+        return None
+    try:
+        return file_name(doc)
+    except (KeyError, TypeError, AttributeError):
+        return None
+
+
+def write_objects(folder: Path, objects: list[dict[str, Any]]) -> tuple[int, int]:
+    """One file per object in `folder` (created if missing), and the stale ones of an earlier
+    render removed, so the folder mirrors the stack. Returns (written, removed)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    names = {file_name(obj): obj for obj in objects}
+    for name, obj in names.items():
+        (folder / name).write_text(to_yaml([obj]), encoding="utf-8")
+    removed = stale_files(folder, set(names))
+    for path in removed:
+        path.unlink()
+    return len(names), len(removed)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,20 +72,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="KEY=VALUE",
         help="override a config key, e.g. ascendWeight=20 or capacity.totalReplicas=6",
     )
-    parser.add_argument("--output", type=Path, help="write one file per object into DIR")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        metavar="DIR",
+        help="write one file per object into DIR (created if missing); files an earlier "
+        "render wrote there for objects that are gone are removed",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run `dualstack render`; returns the exit code (errors propagate to `cli.main`)."""
     root = find_root(Path(args.cwd) if args.cwd else None)
+    if args.output is not None:
+        check_output_dir(args.output, "--output")
     _settings, objects = render(load_stack_config(root, args.stack, args.set), args.stack)
     validate_objects(objects)
     if args.output is None:
         sys.stdout.write(to_yaml(objects))
         return 0
-    args.output.mkdir(parents=True, exist_ok=True)
-    for obj in objects:
-        (args.output / file_name(obj)).write_text(to_yaml([obj]), encoding="utf-8")
-    print(f"wrote {len(objects)} objects to {args.output}", file=sys.stderr)
+    written, removed = write_objects(args.output, objects)
+    gone = f", removed {removed} stale from an earlier render" if removed else ""
+    print(f"wrote {written} objects to {args.output}{gone}", file=sys.stderr)
     return 0

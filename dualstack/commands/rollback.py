@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from components.settings import SettingsError, load_settings
-from dualstack.commands.promote import add_pr_arguments, publish
+from dualstack.commands.promote import add_pr_arguments, policy_refusal, publish
 from dualstack.emergency import instructions
 from dualstack.gitops import check_ready_to_commit
 from dualstack.gitref import default_base
+from dualstack.output_paths import check_output_file
+from dualstack.policy_run import PolicyResult, blocking
 from dualstack.pr_text import rollback_body, rollback_title
-from dualstack.preview import build_preview, format_preview
+from dualstack.preview import Side, build_preview, check_policies, format_preview
 from dualstack.project import find_root, load_stack_config
-from dualstack.render import RenderError
+from dualstack.render import RenderError, render
 from dualstack.stackfile import StackFileError, stack_path
 from dualstack.validate import SchemaError
-from dualstack.weights import change_weight, rollback_target
+from dualstack.weights import change_weight, restore_stack_file, rollback_target
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,7 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Set ascendWeight to 0 or a lower ladder step, with no gate (lowering is "
         "always allowed), the same way promote writes it. Prints the targeted `pulumi up` "
         "that applies only the traffic split, and the break-glass `kubectl patch` with its "
-        "caveat. Exit 0 done (or already there), 2 error.",
+        "caveat. With --commit and no --branch, a taken branch name gets a -2, -3, ... "
+        "suffix. Exit 0 done (or already there), 1 the lower weight breaks a mandatory policy "
+        "the stack did not break before (file restored), 2 error.",
     )
     parser.add_argument("--stack", default="prod", help="stack name (default: prod)")
     parser.add_argument(
@@ -36,28 +41,77 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def introduced_violations(
+    head: Side, before: Side, before_weight: int, stack: str
+) -> tuple[list[PolicyResult], int]:
+    """(mandatory violations the rollback introduces, violations it merely carries over).
+
+    Both sides are judged with the weight the rollback moves from as the previous weight, so
+    the git base plays no part: a stale or missing base, or a violation the stack already
+    had, never blocks an emergency rollback. Lowering the weight breaks no policy of the
+    pack today; this is the net for one that would.
+    """
+    after = blocking(check_policies(head, before_weight, stack))
+    known = {(r.policy, r.resource) for r in blocking(check_policies(before, before_weight, stack))}
+    new = [v for v in after if (v.policy, v.resource) not in known]
+    return new, len(after) - len(new)
+
+
+def _render_side(root: Path, stack: str) -> Side | None:
+    try:
+        settings, objects = render(load_stack_config(root, stack), stack)
+    except (SettingsError, RenderError):
+        return None
+    return Side(settings, objects)
+
+
 def run(args: argparse.Namespace) -> int:
     root = find_root(Path(args.cwd) if args.cwd else None)
     settings = load_settings(load_stack_config(root, args.stack))
     target = rollback_target(settings, args.to)
+    check_output_file(args.body_file, "--body-file")
     if target == settings.ascend_weight:
         print(f"Stack {args.stack} is already at {target}% Ascend: nothing to roll back.")
         return 0
+    path = stack_path(root, args.stack)
     branch = args.branch or f"dualstack/{args.stack}-rollback-{target}"
     if args.commit:
-        check_ready_to_commit(root, stack_path(root, args.stack), branch)
+        chosen = check_ready_to_commit(root, path, branch, free_name=args.branch is None)
+        if chosen != branch:
+            print(f"Branch {branch} already exists (an earlier rollback?); using {chosen}.")
+        branch = chosen
     base = default_base(root)
+    before_side = _render_side(root, args.stack)
+    original = path.read_bytes()
     change = change_weight(root, args.stack, settings, target)
+    try:
+        preview = build_preview(root, args.stack, base)
+    except (SettingsError, RenderError, SchemaError, StackFileError) as exc:
+        preview, preview_text = None, f"(no preview: {str(exc).splitlines()[0]})"
+    else:
+        preview_text = format_preview(preview)
+    new, carried = [], 0
+    if preview is not None and before_side is not None:
+        new, carried = introduced_violations(
+            preview.head, before_side, settings.ascend_weight, args.stack
+        )
+    if new:
+        restore_stack_file(root, args.stack, original)
+        stays = f"stack {args.stack} stays at {settings.ascend_weight}%"
+        for line in policy_refusal(new, path.name, stays):
+            print(f"error: {line}", file=sys.stderr)
+        return 1
     print(
         f"Rolled back stack {args.stack}: Ascend weight {settings.ascend_weight}% -> "
         f"{target}% ({change.method})."
     )
     how = instructions(change.before, change.after, args.stack)
     print("\n".join(how))
-    try:
-        preview_text = format_preview(build_preview(root, args.stack, base))
-    except (SettingsError, RenderError, SchemaError, StackFileError) as exc:
-        preview_text = f"(no preview: {str(exc).splitlines()[0]})"
+    if carried:
+        print(
+            f"Note: {carried} mandatory policy violation(s) were already there before the "
+            "rollback; they do not block it (see the preview)."
+        )
     title = rollback_title(change)
     notes = [f"Rollback, no gate: {settings.ascend_weight}% -> {target}%."]
     publish(args, root, branch, title, rollback_body(change, preview_text, how), notes)
