@@ -6,33 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from components.settings import PROJECT
-from dualstack.cli import main
-from dualstack.stackfile import read_config, set_config_value
+from dualstack.stackfile import set_config_value
 from tests.conftest import git
-from tests.pulumi_stub import hide_pulumi, install_fake_pulumi
-
-WEIGHT = f"{PROJECT}:ascendWeight"
-SKIP = ["--skip-gate", "--reason", "staging ran 20% for a week without alerts"]
-
-
-@pytest.fixture(autouse=True)
-def _identity(monkeypatch):
-    """A git identity for the commits the commands make, and no pulumi CLI on PATH."""
-    hide_pulumi(monkeypatch)
-    for var in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"):
-        monkeypatch.setenv(var, "Test")
-    for var in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):
-        monkeypatch.setenv(var, "test@example.com")
-    monkeypatch.delenv("DUALSTACK_PROMETHEUS_URL", raising=False)
-
-
-def dualstack(repo: Path, *argv: str) -> int:
-    return main(["-C", str(repo), *argv])
-
-
-def weight(repo: Path, stack: str = "prod") -> str:
-    return read_config(repo, stack)[WEIGHT]
+from tests.migration_helpers import SKIP, WEIGHT, _identity, dualstack, weight  # noqa: F401
+from tests.pulumi_stub import install_fake_pulumi
 
 
 def numstat(repo: Path, *refs: str) -> list[str]:
