@@ -304,7 +304,7 @@ class Settings(ConfigModel):
 
 def _decode(value: Any) -> Any:
     """Pulumi hands structured config values to programs as JSON text; decode those."""
-    if isinstance(value, str) and value[:1] in "{[":
+    if isinstance(value, str) and value[:1] and value[0] in "{[":
         try:
             return json.loads(value)
         except json.JSONDecodeError:
@@ -316,6 +316,11 @@ def _describe(error: dict[str, Any]) -> str:
     path = ".".join(str(part) for part in error["loc"])
     key = f"{PROJECT}:{path}" if path else PROJECT
     message = error["msg"].removeprefix("Value error, ")
+    if (
+        error["type"] == "string_pattern_mismatch"
+        and error.get("ctx", {}).get("pattern") == _DNS_LABEL
+    ):
+        message = "not a DNS-1123 label (lowercase letters, digits and '-', 1 to 63 characters)"
     if error["type"] == "missing":
         flag = "--path " if "." in path else ""
         return f"{key}: missing; set it with `pulumi config set {flag}{path} <value>`"

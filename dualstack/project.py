@@ -30,7 +30,7 @@ def find_root(start: Path | None = None) -> Path:
 
 def _value(text: str) -> Any:
     """A `--set` value: JSON for lists and mappings (`["a","b"]`), otherwise the string."""
-    if text[:1] in "[{":
+    if text[:1] and text[0] in "[{":
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:

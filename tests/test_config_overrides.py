@@ -110,3 +110,14 @@ def test_gateways_bind_the_split_to_ingress_and_keep_mesh(render_objects) -> Non
 def test_no_gateways_means_mesh_only(render_objects) -> None:
     spec = find(render_objects(cfg(ascendWeight="5")), "VirtualService", "inference-vs")["spec"]
     assert "gateways" not in spec
+
+
+def test_names_that_are_not_dns_labels_say_what_is_allowed() -> None:
+    with pytest.raises(
+        SettingsError, match=r"^dualstack-inference:namespace = 'Prod_NS': not a DNS"
+    ):
+        load_settings(cfg(ascendWeight="5", namespace="Prod_NS"))
+
+
+def test_an_empty_set_value_is_a_value_not_json() -> None:
+    assert apply_overrides({}, ["namespace="]) == {"dualstack-inference:namespace": ""}
