@@ -28,6 +28,8 @@ from components.slo_settings import SloSettings
 PROJECT = "dualstack-inference"
 HARDWARE = ("nvidia", "ascend")
 """The two hardware kinds, in the order they are rendered and routed."""
+TOTAL_WEIGHT = 100
+"""Sum of the route weights in % (REFERENCE.md: Istio rejects 0, older meshes require 100)."""
 
 Hardware = Literal["nvidia", "ascend"]
 

@@ -14,7 +14,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.naming import service_host, subset_labels
-from components.settings import HARDWARE, Settings
+from components.settings import HARDWARE, TOTAL_WEIGHT, Settings
 from components.workloads import PORT_NAME
 
 ISTIO_API_VERSIONS = ("networking.istio.io/v1", "networking.istio.io/v1beta1")
@@ -24,9 +24,9 @@ def route_weights(ascend_weight: int) -> dict[str, int]:
     """Integer route weights {nvidia: 100 - w, ascend: w}; raises ValueError outside 0..100."""
     if isinstance(ascend_weight, bool) or not isinstance(ascend_weight, int):
         raise ValueError(f"ascend weight must be an integer, got {ascend_weight!r}")
-    if not 0 <= ascend_weight <= 100:
-        raise ValueError(f"ascend weight {ascend_weight} is outside 0..100")
-    return {"nvidia": 100 - ascend_weight, "ascend": ascend_weight}
+    if not 0 <= ascend_weight <= TOTAL_WEIGHT:
+        raise ValueError(f"ascend weight {ascend_weight} is outside 0..{TOTAL_WEIGHT}")
+    return {"nvidia": TOTAL_WEIGHT - ascend_weight, "ascend": ascend_weight}
 
 
 def shared_service_spec(settings: Settings) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from components.naming import POOL_LABEL
-from components.settings import HARDWARE, Settings
+from components.settings import HARDWARE, TOTAL_WEIGHT, Settings
 from policies import POLICIES
 
 NOT_FROM_SETTINGS = frozenset({"verifiedAscendImage"})
@@ -49,6 +49,7 @@ def settings_facts(settings: Settings, previous_weight: int | None) -> dict[str,
         "tagPattern": settings.policy.release_tag_pattern,
         "nvidiaSubset": HARDWARE[0],
         "ascendSubset": HARDWARE[1],
+        "totalWeight": TOTAL_WEIGHT,
         "totalReplicas": settings.capacity.total_replicas,
         "ascendCapacityRatio": settings.capacity.ascend_capacity_ratio,
         "acceleratorPools": {

@@ -1,5 +1,6 @@
 """Traffic policies: the Ascend weight sits on the ladder, rises one step at a time, and the
-VirtualService's routes are valid integers summing to 100 over subsets that select pods.
+VirtualService's routes are valid integers summing to 100 over subsets that select pods, every
+weighted route naming both backends' subsets.
 
 A policy sees only the new inputs, never the deployed state (REFERENCE.md, CrossGuard), so the
 deployed weight comes in as policy config `previousWeight`, written by `dualstack policy-config`
@@ -8,6 +9,9 @@ from `pulumi stack output ascendWeight` (online) or taken from the base ref's st
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 from pulumi_policy import (
     EnforcementLevel,
@@ -23,6 +27,7 @@ from policies.common import (
     LADDER_SCHEMA,
     PREVIOUS_WEIGHT_SCHEMA,
     SUBSET_SCHEMAS,
+    ConfigError,
     config_errors_are_violations,
     config_int,
     config_ladder,
@@ -32,6 +37,20 @@ from policies.common import (
     subset_name,
 )
 from policies.stack_view import Item, Route, StackView, routes_of, rule_host, rule_subsets
+
+DEFAULT_TOTAL_WEIGHT = 100
+"""Sum of the weights of one weighted route in %, used when config has no `totalWeight`."""
+MAX_ROUTE_WEIGHT = 2**31 - 1
+"""Istio route weights are int32 (REFERENCE.md)."""
+TOTAL_WEIGHT_SCHEMA = {
+    "type": "integer",
+    "minimum": 1,
+    "maximum": MAX_ROUTE_WEIGHT,
+    "default": DEFAULT_TOTAL_WEIGHT,
+    "description": "Sum the weights of every weighted route must reach; each weight is an "
+    "integer 0..totalWeight. 100 because weights are % (the ladder's unit); Istio rejects a "
+    "total of 0 and older meshes require exactly 100 (REFERENCE.md).",
+}
 
 
 def _ascend_routes(args: ResourceValidationArgs) -> list[Route]:
@@ -137,8 +156,38 @@ def _jump_message(
     )
 
 
-def _route_problems(view: StackView) -> list[tuple[str, str]]:
-    """(message, urn) for weights that are not integers 0..100 summing to 100 per route."""
+def config_total_weight(config: Mapping[str, Any]) -> int:
+    """The `totalWeight` key (default 100). Raises ConfigError unless an integer 1..2^31-1."""
+    total = config_int(config, "totalWeight", 1, MAX_ROUTE_WEIGHT)
+    return DEFAULT_TOTAL_WEIGHT if total is None else total
+
+
+def required_subsets(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The subsets every weighted route must name: config `nvidiaSubset`, `ascendSubset`.
+
+    Raises ConfigError when a name is not a non-empty string or both name the same subset.
+    """
+    names = (subset_name(config, "nvidia"), subset_name(config, "ascend"))
+    if names[0] == names[1]:
+        raise ConfigError(f"nvidiaSubset and ascendSubset both name subset {names[0]!r}")
+    return names
+
+
+def _weights_text(routes: list[Route]) -> str:
+    return ", ".join(f"{r.subset or r.host}={r.weight}" for r in routes)
+
+
+def _route_problems(
+    view: StackView, total: int, required: tuple[str, ...]
+) -> list[tuple[str, str]]:
+    """(message, urn) per HTTP route whose weights are not integers 0..`total` summing to
+    `total`, or, when weighted, that leaves out a `required` subset.
+
+    A route is weighted when any destination carries a `weight`: a split, which must list both
+    backends, the idle one with `weight: 0` (REFERENCE.md: a dropped zero has broken
+    validators). One destination without a weight takes all traffic (a pin, e.g. a
+    header-matched debug route) and needs no other subset.
+    """
     problems = []
     for vs in view.virtual_services:
         by_route: dict[str, list[Route]] = {}
@@ -146,20 +195,35 @@ def _route_problems(view: StackView) -> list[tuple[str, str]]:
             by_route.setdefault(route.route_name, []).append(route)
         for name, routes in by_route.items():
             where = f"{vs.label} route {name!r}"
-            bad = [r for r in routes if r.weight is None or not 0 <= r.weight <= 100]
+            bad = [r for r in routes if r.weight is None or not 0 <= r.weight <= total]
             for r in bad:
                 problems.append(
                     (
                         f"{where}: destination {r.subset or r.host} has weight {r.raw_weight!r}; "
-                        "write an integer 0..100 (including an explicit `weight: 0`)",
+                        f"write an integer 0..{total} (including an explicit `weight: 0`)",
                         vs.urn,
                     )
                 )
-            total = sum(r.weight or 0 for r in routes)
-            if not bad and total != 100:
-                weights = ", ".join(f"{r.subset or r.host}={r.weight}" for r in routes)
+            weight_sum = sum(r.weight or 0 for r in routes)
+            if not bad and weight_sum != total:
                 problems.append(
-                    (f"{where}: weights {weights} sum to {total}, not 100; fix them", vs.urn)
+                    (
+                        f"{where}: weights {_weights_text(routes)} sum to {weight_sum}, "
+                        f"not {total}; fix them",
+                        vs.urn,
+                    )
+                )
+            weighted = any(r.raw_weight is not None for r in routes)
+            missing = [s for s in required if s not in {r.subset for r in routes}]
+            if weighted and missing:
+                names = ", ".join(repr(s) for s in missing)
+                problems.append(
+                    (
+                        f"{where}: weights {_weights_text(routes)} name no destination of "
+                        f"subset {names}; list every backend's subset in the split, the idle "
+                        "one with an explicit `weight: 0`",
+                        vs.urn,
+                    )
                 )
     return problems
 
@@ -196,13 +260,19 @@ def _subset_problems(view: StackView) -> list[tuple[str, str]]:
     return problems
 
 
+@config_errors_are_violations
 def route_weights_valid_validator(
     args: StackValidationArgs, report_violation: ReportViolation
 ) -> None:
-    """Routes carry integer weights 0..100 summing to exactly 100; every route names a subset a
-    DestinationRule defines; every subset's labels select the pods of exactly one workload."""
+    """Routes carry integer weights 0..`totalWeight` summing to exactly `totalWeight` (100);
+    every weighted route names both `nvidiaSubset` and `ascendSubset`; every route names a
+    subset a DestinationRule defines; every subset's labels select the pods of exactly one
+    workload. A malformed config is one violation (fail closed)."""
+    config = args.get_config()
+    total = config_total_weight(config)
+    required = required_subsets(config)
     view = StackView.of(args.resources)
-    for message, urn in _route_problems(view) + _subset_problems(view):
+    for message, urn in _route_problems(view, total, required) + _subset_problems(view):
         report_violation(message, urn)
 
 
@@ -223,6 +293,9 @@ CONFIG_JUMP = PolicyConfigSchema(
         "ascendSubset": SUBSET_SCHEMAS["ascendSubset"],
     }
 )
+CONFIG_ROUTES = PolicyConfigSchema(
+    properties={"totalWeight": TOTAL_WEIGHT_SCHEMA, **SUBSET_SCHEMAS}
+)
 
 POLICIES = [
     ResourceValidationPolicy(
@@ -242,10 +315,13 @@ POLICIES = [
     ),
     StackValidationPolicy(
         name="route-weights-valid",
-        description="VirtualService route weights are integers 0..100 summing to 100, each route "
-        "names a defined subset, and each subset selects the pods of exactly one workload.",
+        description="VirtualService route weights are integers 0..100 summing to 100 "
+        "(totalWeight), every weighted route names both backends' subsets (an explicit "
+        "`weight: 0`), each route names a defined subset, and each subset selects the pods of "
+        "exactly one workload.",
         validate=route_weights_valid_validator,
         enforcement_level=EnforcementLevel.MANDATORY,
+        config_schema=CONFIG_ROUTES,
     ),
 ]
 """The traffic policies, in report order."""

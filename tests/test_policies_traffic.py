@@ -6,6 +6,7 @@ import pytest
 
 from policies.traffic import allowed_increase
 from tests.policy_objects import (
+    HOST,
     NOT_APPLICABLE,
     find,
     good_stack,
@@ -168,8 +169,9 @@ class TestRouteWeightsValid:
         find(stack, "VirtualService")["spec"]["http"][0]["route"][1]["destination"]["subset"] = (
             "npu"
         )
-        [message] = routes(stack)
-        assert "subset 'npu'" in message and "no DestinationRule" in message
+        missing, undefined = routes(stack)
+        assert "subset 'npu'" in undefined and "no DestinationRule" in undefined
+        assert "name no destination of subset 'ascend'" in missing
 
     def test_subset_selecting_nothing_fails(self):
         stack = good_stack(20)
@@ -203,8 +205,123 @@ class TestRouteWeightsValid:
         assert len(found) == 2 and all("no DestinationRule" in m for m in found)
         assert routes([]) == []
 
-    def test_has_no_config_and_ignores_unknown_keys(self):
-        assert stack_violations("route-weights-valid", good_stack(20), {"ladder": "x"}) == []
+    def test_ignores_keys_of_other_policies(self):
+        assert routes_with(good_stack(20), {"ladder": "x", "previousWeight": "abc"}) == []
+
+
+def routes_with(objects, config):
+    return stack_violations("route-weights-valid", objects, config)
+
+
+def split_of(stack):
+    """The destinations of the VirtualService's split route, for editing."""
+    return find(stack, "VirtualService")["spec"]["http"][0]["route"]
+
+
+def rename_subsets(stack, names):
+    """Rename the subsets nvidia/ascend in the DestinationRule and the route alike."""
+    for entry in find(stack, "DestinationRule")["spec"]["subsets"] + [
+        dest["destination"] for dest in split_of(stack)
+    ]:
+        key = "name" if "name" in entry else "subset"
+        entry[key] = names[entry[key]]
+    return stack
+
+
+class TestRouteWeightsValidConfig:
+    """`totalWeight`, `nvidiaSubset`, `ascendSubset`: every weighted route names both subsets
+    and sums to the total (REFERENCE.md: always emit `weight: 0`)."""
+
+    @pytest.mark.parametrize("weight", LADDER)
+    def test_every_ladder_step_passes_with_the_settings_config(self, weight):
+        config = {"totalWeight": 100, "nvidiaSubset": "nvidia", "ascendSubset": "ascend"}
+        assert routes_with(good_stack(weight), config) == []
+
+    def test_a_dropped_weight_zero_route_fails_naming_the_missing_subset(self):
+        stack = good_stack(0)
+        del split_of(stack)[1]  # the ascend destination at weight 0, dropped
+        [message] = routes(stack)
+        assert message == (
+            "VirtualService inference/inference-vs route 'split': weights nvidia=100 name no "
+            "destination of subset 'ascend'; list every backend's subset in the split, the idle "
+            "one with an explicit `weight: 0`"
+        )
+
+    def test_a_dropped_nvidia_route_at_100_fails(self):
+        stack = good_stack(100)
+        del split_of(stack)[0]
+        [message] = routes(stack)
+        assert "weights ascend=100 name no destination of subset 'nvidia'" in message
+
+    def test_weights_summing_to_99_fail(self):
+        stack = good_stack(20)
+        split_of(stack)[0]["weight"] = 79
+        [message] = routes(stack)
+        assert "nvidia=79, ascend=20 sum to 99, not 100; fix them" in message
+
+    def test_a_pin_route_without_weight_needs_no_other_subset(self):
+        """A header-matched route to one subset with no weight (a pin) is not a split."""
+        stack = good_stack(20)
+        http = find(stack, "VirtualService")["spec"]["http"]
+        pin = {"destination": {"host": HOST, "subset": "ascend"}}
+        http.insert(0, {"name": "debug-pin", "match": [{"headers": {}}], "route": [pin]})
+        assert routes(stack) == []
+        pin["weight"] = 100  # now weighted: a split that lacks nvidia
+        [message] = routes(stack)
+        assert "route 'debug-pin'" in message and "subset 'nvidia'" in message
+
+    @pytest.mark.parametrize("config", [None, {}, {"totalWeight": None, "ascendSubset": None}])
+    def test_missing_config_keys_take_the_defaults(self, config):
+        assert routes_with(good_stack(20), config) == []
+        stack = good_stack(20)
+        split_of(stack)[0]["weight"] = 79
+        assert len(routes_with(stack, config)) == 1
+        stack = good_stack(0)
+        del split_of(stack)[1]
+        assert len(routes_with(stack, config)) == 1
+
+    def test_total_weight_override(self):
+        stack = good_stack(20)
+        split_of(stack)[0]["weight"] = 800
+        split_of(stack)[1]["weight"] = 200
+        assert routes_with(stack, {"totalWeight": 1000}) == []
+        found = routes(stack)
+        assert [m.split(": ", 1)[1] for m in found] == [
+            "destination nvidia has weight 800.0; write an integer 0..100 (including an "
+            "explicit `weight: 0`)",
+            "destination ascend has weight 200.0; write an integer 0..100 (including an "
+            "explicit `weight: 0`)",
+        ]
+        [message] = routes_with(good_stack(20), {"totalWeight": 1000})
+        assert "sum to 100, not 1000" in message
+
+    def test_subset_name_overrides(self):
+        stack = rename_subsets(good_stack(20), {"nvidia": "gpu", "ascend": "npu"})
+        assert routes_with(stack, {"nvidiaSubset": "gpu", "ascendSubset": "npu"}) == []
+        [message] = routes(stack)
+        assert "name no destination of subset 'nvidia', 'ascend'" in message
+        [message] = routes_with(stack, {"nvidiaSubset": "gpu"})
+        assert "subset 'ascend';" in message
+
+    @pytest.mark.parametrize(
+        ("config", "text"),
+        [
+            ({"totalWeight": 0}, "totalWeight = 0.0 is not an integer 1..2147483647"),
+            ({"totalWeight": "abc"}, "totalWeight = 'abc' is not an integer"),
+            ({"totalWeight": 99.5}, "totalWeight = 99.5 is not an integer"),
+            ({"totalWeight": True}, "totalWeight = True is not an integer"),
+            ({"ascendSubset": 5}, "ascendSubset = 5.0 is not a non-empty string"),
+            ({"nvidiaSubset": ""}, "nvidiaSubset = '' is not a non-empty string"),
+            (
+                {"nvidiaSubset": "ascend"},
+                "nvidiaSubset and ascendSubset both name subset 'ascend'",
+            ),
+        ],
+    )
+    def test_malformed_config_is_one_violation(self, config, text):
+        [message] = routes_with(good_stack(20), config)
+        assert message.startswith(f"policy config {text}")
+        assert message.endswith("regenerate it with `dualstack policy-config`")
 
 
 def test_route_weight_policy_is_applicable_without_istio_objects():

@@ -12,6 +12,7 @@ import pytest
 
 from components.naming import VERIFIED_IMAGE_ANNOTATION
 from components.settings import SettingsError, load_settings
+from components.traffic import route_weights
 from dualstack.cli import main
 from dualstack.policy_config import (
     NOT_FROM_SETTINGS,
@@ -50,6 +51,17 @@ def test_pack_defaults_equal_the_settings_defaults():
                 compared += 1
     assert compared >= 10
     assert PACK_ANNOTATION == VERIFIED_IMAGE_ANNOTATION
+
+
+def test_route_weights_config_comes_from_the_program():
+    """`route-weights-valid` checks the split the program emits: both subsets, summing to 100."""
+    config = pack_config(DEFAULTS, 5)
+    assert config["route-weights-valid"] == {
+        "totalWeight": 100,
+        "nvidiaSubset": "nvidia",
+        "ascendSubset": "ascend",
+    }
+    assert sum(route_weights(5).values()) == config["route-weights-valid"]["totalWeight"]
 
 
 def test_first_deploy_and_max_step():
