@@ -45,8 +45,25 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_ERROR, f"error: {command}: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every sub-command registered."""
+def chosen_command(argv: Sequence[str]) -> str | None:
+    """The module of the sub-command `argv` names (`precision-check` -> `precision_check`),
+    or None when there is none or it is unknown (then every command is registered)."""
+    tokens = iter(argv)
+    for token in tokens:
+        if token in ("-C", "--cwd"):
+            next(tokens, None)
+        elif not token.startswith("-"):
+            module = token.replace("-", "_")
+            return module if module in COMMANDS else None
+    return None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser with every sub-command registered, or only `command`'s module.
+
+    Registering one command imports only its module: `dualstack ci ...` does not pay for
+    importing Pulumi, and `dualstack render` not for the policy pack.
+    """
     parser = OneLineParser(
         prog="dualstack",
         description="GitOps tooling for moving an inference service from NVIDIA to Ascend.",
@@ -56,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-C", "--cwd", default=None, help="the GitOps repo (default: nearest Pulumi.yaml above .)"
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMANDS:
+    for name in COMMANDS if command is None else (command,):
         importlib.import_module(f"dualstack.commands.{name}").register(subparsers)
     return parser
 
@@ -97,7 +114,8 @@ def error_lines(exc: BaseException) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns its exit code (a usage error from the parser is 2)."""
     try:
-        args = build_parser().parse_args(argv)
+        argv = sys.argv[1:] if argv is None else list(argv)
+        args = build_parser(chosen_command(argv)).parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a one-line usage error
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     try:

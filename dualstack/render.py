@@ -127,7 +127,7 @@ def render(config: Mapping[str, Any], stack: str) -> tuple[Settings, list[dict[s
     return settings, objects_of(run_program(config, stack))
 
 
-class _Dumper(yaml.SafeDumper):
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # libyaml when PyYAML has it
     """Block-style YAML; multi-line strings (scripts, rule expressions) as literal blocks."""
 
 

@@ -77,3 +77,18 @@ def test_malformed_set_is_a_usage_error() -> None:
 def test_outside_a_repo_says_where_it_looked(tmp_path: Path) -> None:
     done = dualstack("render", cwd=tmp_path)
     assert done.returncode == 2 and "no Pulumi.yaml" in done.stderr
+
+
+def test_only_the_chosen_command_is_loaded() -> None:
+    from dualstack.cli import chosen_command
+
+    assert chosen_command(["-C", "/repo", "precision-check", "--nvidia", "x"]) == "precision_check"
+    assert chosen_command(["--cwd", "render", "render"]) == "render"
+    assert chosen_command(["--help"]) is None
+    assert chosen_command(["nosuch"]) is None
+
+
+def test_unknown_command_is_one_line_listing_the_commands() -> None:
+    done = dualstack("nosuch")
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "'render'" in done.stderr and "'ci'" in done.stderr
