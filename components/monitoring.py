@@ -31,8 +31,13 @@ def rule_name(settings: Settings) -> str:
 
 
 def dashboard_config_map_name(settings: Settings) -> str:
-    """Name of the dashboard ConfigMap: `<service>-dualstack-dashboard`."""
-    return f"{settings.service.name}-dualstack-dashboard"
+    """Name of the dashboard ConfigMap: `<service>-dualstack-dashboard-<namespace>`.
+
+    The stack's namespace is part of the name because `monitoring.dashboard.namespace` may put
+    every stack's dashboard in one shared namespace (`monitoring`), where equal names would
+    make prod and staging overwrite each other's ConfigMap. At most 63 + 63 + 21 characters,
+    within the 253 of a ConfigMap name (DNS subdomain)."""
+    return f"{settings.service.name}-dualstack-dashboard-{settings.namespace}"
 
 
 def dashboard_file_name(settings: Settings) -> str:

@@ -9,12 +9,29 @@ from components.naming import pool_taint
 from components.settings import PoolSettings
 
 PATCH_FORCE = {"pulumi.com/patchForce": "true"}
-"""Take over labels first set by `kubectl label` (server-side apply field-manager conflict)."""
+"""Force a server-side apply patch over field-manager conflicts (Pulumi Kubernetes provider
+docs, "Patch resources"). Only with `forcePatch`: `Node.spec.taints` is an atomic list, so a
+forced patch replaces the node's whole taint list with the one the patch sends."""
+
+
+def node_taints(pool: PoolSettings) -> list[dict[str, str]]:
+    """The whole taint list the patch sends: the pool taint, then `extraTaints` in order."""
+    return [pool_taint(pool.name), *(taint.as_taint() for taint in pool.extra_taints)]
+
+
+def node_metadata(pool: PoolSettings, node: str) -> dict[str, object]:
+    """`metadata` of one node's patch: name, labels, and `PATCH_FORCE` with `forcePatch`."""
+    metadata: dict[str, object] = {"name": node, "labels": pool.node_labels}
+    if pool.force_patch:
+        metadata["annotations"] = dict(PATCH_FORCE)
+    return metadata
 
 
 class AcceleratorNodePool(pulumi.ComponentResource):
-    """Labels `pool=<name>` plus the pool's labels, and taints `pool=<name>:NoSchedule`, on
-    each node of the pool, so only pods that select and tolerate the pool run there."""
+    """Labels `pool=<name>` plus the pool's labels, and taints `pool=<name>:NoSchedule` plus
+    `extraTaints`, on each node of the pool, so only pods that select and tolerate the pool
+    run there. Not forced unless `forcePatch`: a conflict with `kubectl label`/`taint` then
+    fails the update instead of wiping the other owner's fields."""
 
     node_names: pulumi.Output[list[str]]
 
@@ -26,8 +43,8 @@ class AcceleratorNodePool(pulumi.ComponentResource):
         self.patches = [
             k8s.core.v1.NodePatch(
                 f"{name}-{node}",
-                metadata={"name": node, "labels": pool.node_labels, "annotations": PATCH_FORCE},
-                spec={"taints": [pool_taint(pool.name)]},
+                metadata=node_metadata(pool, node),
+                spec={"taints": node_taints(pool)},
                 opts=child,
             )
             for node in pool.nodes

@@ -74,11 +74,37 @@ def _pinned_image(image: str) -> str:
 Image = Annotated[str, Field(min_length=1)]
 
 
+# A taint key: an optional DNS-subdomain prefix and a name (Kubernetes qualified name).
+_TAINT_KEY = (
+    r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
+_TAINT_VALUE = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$"
+
+
+class TaintSettings(ConfigModel):
+    """One node taint `key=value:effect`, as in `Node.spec.taints`."""
+
+    key: str = Field(pattern=_TAINT_KEY, description="Taint key, e.g. `nvidia.com/gpu`.")
+    value: str = Field("", pattern=_TAINT_VALUE, description="Taint value; may be empty.")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(
+        description="What the taint does to pods that do not tolerate it."
+    )
+
+    def as_taint(self) -> dict[str, str]:
+        """The `{key, value, effect}` dict of `Node.spec.taints`."""
+        return {"key": self.key, "value": self.value, "effect": self.effect}
+
+
 class PoolSettings(ConfigModel):
-    """A node pool: the nodes that carry one accelerator, their labels and their taint.
+    """A node pool: the nodes that carry one accelerator, their labels and their taints.
 
     Every node gets the labels `pool=<name>` plus `labels`, and the taint
     `pool=<name>:NoSchedule`, so only pods that tolerate the pool land on it.
+
+    `Node.spec.taints` is an atomic list for server-side apply: whoever applies it owns the
+    whole list (Kubernetes API reference, Node `spec.taints`: no `x-kubernetes-list-type: map`).
+    `extraTaints` are the node's other taints (cloud GPU taints, maintenance taints) that the
+    patch must keep; `forcePatch` takes over fields other managers own.
     """
 
     name: DnsLabel = Field(description="Pool name; the value of the `pool` label and taint.")
@@ -91,6 +117,29 @@ class PoolSettings(ConfigModel):
     accelerators_per_node: int = Field(
         8, ge=1, description="Accelerator devices each node offers (for capacity checks)."
     )
+    extra_taints: tuple[TaintSettings, ...] = Field(
+        (),
+        description="Taints the patch keeps on every node of the pool, after the pool taint; "
+        "the node's taint list is atomic, so a taint not listed here is removed.",
+    )
+    force_patch: bool = Field(
+        False,
+        description="Force the patch over field-manager conflicts (`pulumi.com/patchForce`): "
+        "takes over the labels set and the WHOLE taint list of each node, whoever set them.",
+    )
+
+    @field_validator("extra_taints")
+    @classmethod
+    def _distinct_taints(cls, taints: tuple[TaintSettings, ...]) -> tuple[TaintSettings, ...]:
+        seen = {("pool", "NoSchedule")}
+        for taint in taints:
+            if (taint.key, taint.effect) in seen:
+                raise ValueError(
+                    f"taint {taint.key}:{taint.effect} is given twice (the pool taint is "
+                    "pool:NoSchedule); a node holds one taint per key and effect"
+                )
+            seen.add((taint.key, taint.effect))
+        return taints
 
     @field_validator("nodes")
     @classmethod

@@ -10,7 +10,8 @@ an explicit time, and judges four criteria against the stack's `slo` settings:
 - `p99-latency`: Ascend's time-averaged p99 ≤ NVIDIA's × `slo.p99Factor`, or ≤
   `slo.p99SloSeconds` when that absolute objective is set.
 - `precision`: the served Ascend image is `verifiedAscendImage`, and the pushed
-  `precision_check_passed{ascend_image=...}` gauge, when Prometheus has it, is 1.
+  `precision_check_passed{ascend_image=..., namespace=<stack namespace>}` gauge, when
+  Prometheus has it, is 1.
 
 Every criterion is PASS, FAIL or NO_DATA. An empty result, NaN (0/0 from a window without
 traffic), ±Inf, or a series that is stale or covers too little of the window
@@ -289,8 +290,9 @@ def latency_criterion(
 
 def precision_criterion(settings: Settings, pushed: Reading) -> Criterion:
     """PASS when the served Ascend image is `verifiedAscendImage` and no pushed result for
-    that image says otherwise. `pushed` is the min of `precision_check_passed{ascend_image=}`:
-    "no series" means nothing was pushed (the stack config alone decides)."""
+    that image in the stack's namespace says otherwise. `pushed` is the min of
+    `precision_check_passed{ascend_image=, namespace=}` (the Job pushes `namespace` as a
+    grouping label); "no series" means nothing was pushed (the stack config alone decides)."""
     image = settings.ascend.image
     verified = settings.verified_ascend_image
     status: Status
@@ -361,7 +363,10 @@ def evaluate(
         LATENCY_P99, lambda hw: average_query(LATENCY_P99, ns, hw, window_seconds), "max"
     )
     pushed = read(
-        client, selector(PRECISION_PASSED, {"ascend_image": settings.ascend.image}), at, "min"
+        client,
+        selector(PRECISION_PASSED, {"ascend_image": settings.ascend.image, "namespace": ns}),
+        at,
+        "min",
     )
     recorded = recorded_weight(client, ns, window_seconds, at)
     traffic_required = settings.ascend_weight > 0 or (recorded is not None and recorded[1] > 0)

@@ -58,6 +58,7 @@ class Behaviour:
     always_status: int | None = None
     hang: bool = False
     malformed: bool = False
+    empty: bool = False
     logprobs: bool = True
 
 
@@ -124,7 +125,7 @@ class OpenAIServer:
             return 200, b'{"choices": [{"text": "half an answ'
         chat = path.endswith("/chat/completions")
         text = body["messages"][-1]["content"] if chat else body["prompt"]
-        tokens = tokens_for(text, int(body.get("max_tokens", 16)))
+        tokens = [] if b.empty else tokens_for(text, int(body.get("max_tokens", 16)))
         logprobs = [logprob_for(text, i) for i in range(len(tokens))]
         if b.diverge_after is not None and b.diverges(text):
             tokens[b.diverge_after :] = [" ascend" + t for t in tokens[b.diverge_after :]]

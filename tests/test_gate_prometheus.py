@@ -57,6 +57,7 @@ SCENARIOS: dict[str, dict[str, dict[str, float]]] = {
         "ascend": {"rate": 2.0, "errors": 0.01 + 0.001 + 0.0005, "p99": 1.0},
     },
 }
+OTHER_NAMESPACE = "inference-other"
 METRICS = {"rate": REQUEST_RATE, "errors": ERROR_RATIO, "p99": LATENCY_P99}
 
 
@@ -88,18 +89,15 @@ def history() -> list[Series]:
                 series.append(Series(metric, labels, samples))
     # The route weight the deployed rules record: 20% in `healthy` (as its stack file says).
     series.append(Series(ASCEND_WEIGHT, {"namespace": "healthy"}, constant(0.2, START, END)))
-    series.append(
-        Series(
-            PRECISION_PASSED, {"ascend_image": IMAGE, "job": "precision"}, constant(1, START, END)
-        )
-    )
-    series.append(
-        Series(
-            PRECISION_PASSED,
-            {"ascend_image": FAILED_IMAGE, "job": "precision"},
-            constant(0, START, END),
-        )
-    )
+    # Pushed precision results; the Job's grouping label `namespace` names the stack's namespace.
+    # The same image failed in another namespace (another stack): that must not fail `healthy`.
+    for image, namespace, passed in [
+        (IMAGE, "healthy", 1),
+        (FAILED_IMAGE, "healthy", 0),
+        (IMAGE, OTHER_NAMESPACE, 0),
+    ]:
+        labels = {"ascend_image": image, "job": "precision", "namespace": namespace}
+        series.append(Series(PRECISION_PASSED, labels, constant(passed, START, END)))
     return series
 
 
@@ -210,6 +208,18 @@ def test_absolute_p99_slo_lets_a_slower_ascend_pass(project, prometheus):
     assert gate(project, prometheus, "p99-3x") == 0
     write_stack(project, "p99-3x", "p99-3x", slo=json.dumps({"p99SloSeconds": 2.0}))
     assert gate(project, prometheus, "p99-3x") == 1
+
+
+def test_a_failure_pushed_for_another_namespace_does_not_fail_the_gate(
+    project, prometheus, tmp_path, capsys
+):
+    report = tmp_path / "gate.md"
+    assert gate(project, prometheus, "healthy", "--markdown", str(report)) == 0
+    assert statuses(report)["Precision check"] == "PASS"
+    assert f"verifiedAscendImage matches and {PRECISION_PASSED} is 1" in capsys.readouterr().out
+    write_stack(project, OTHER_NAMESPACE, OTHER_NAMESPACE, weight=0)
+    assert gate(project, prometheus, OTHER_NAMESPACE) == 1
+    assert f"the latest pushed {PRECISION_PASSED} for {IMAGE} is 0" in capsys.readouterr().out
 
 
 def test_unverified_image_fails_precision(project, prometheus, tmp_path, capsys):

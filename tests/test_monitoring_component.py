@@ -20,7 +20,7 @@ from tests.monitoring_support import run_promtool
 from tests.test_cli import dualstack
 
 RULE = "inference-service-dualstack"
-BOARD = "inference-service-dualstack-dashboard"
+BOARD = "inference-service-dualstack-dashboard-inference"
 
 
 def names(objects):
@@ -69,6 +69,22 @@ def test_rule_labels_folder_and_dashboard_namespace(render_objects) -> None:
     assert board["metadata"]["namespace"] == "monitoring"
     assert board["metadata"]["annotations"] == {"grafana_folder": "Migration"}
     validate_objects(objects)
+
+
+def test_stacks_sharing_a_dashboard_namespace_get_distinct_config_maps(render_objects) -> None:
+    shared = {"dashboard": {"namespace": "monitoring"}}
+    boards = [
+        find(
+            render_objects(cfg(ascendWeight="5", namespace=namespace, monitoring=shared)),
+            "ConfigMap",
+            f"inference-service-dualstack-dashboard-{namespace}",
+        )["metadata"]
+        for namespace in ("inference", "inference-staging")
+    ]
+    assert [(b["namespace"], b["name"]) for b in boards] == [
+        ("monitoring", "inference-service-dualstack-dashboard-inference"),
+        ("monitoring", "inference-service-dualstack-dashboard-inference-staging"),
+    ]
 
 
 def test_switches(render_objects) -> None:

@@ -64,7 +64,7 @@ def test_rules_read_only_exporter_series_and_recorded_series(variant: str) -> No
         *(mon.dcgm.temperature, mon.dcgm.power),
         *(mon.npu.chip_utilization, mon.npu.temperature, mon.npu.power, mon.npu.health),
         *npu_level,
-        *(source.requests, source.duration_bucket, m.PRECISION_PASSED),
+        *(source.requests, source.duration_bucket, m.PRECISION_PASSED, m.PRECISION_COMPLETED),
     }
     read = set().union(*(metric_names(r["expr"]) for r in rules(spec)))
     assert read <= exporters | recorded_names(spec), read - exporters - recorded_names(spec)
@@ -163,12 +163,25 @@ def test_alert_durations_severities_and_runbook_are_settings() -> None:
     assert alert["annotations"]["runbook_url"] == "https://wiki.example/sop"
 
 
-def test_precision_alert_watches_the_served_image() -> None:
-    settings = settings_with(ascend={"image": "registry/inference-service:v2.0.0-npu"})
-    expr = rule(prometheus_rule_spec(settings, "prod"), "AscendPrecisionCheckFailed")["expr"]
-    assert expr == (
-        'precision_check_passed{ascend_image="registry/inference-service:v2.0.0-npu"} == 0'
+def test_precision_alert_watches_the_served_image_of_its_namespace_on_completed_runs() -> None:
+    settings = settings_with(
+        namespace="inference-staging", ascend={"image": "registry/inference-service:v2.0.0-npu"}
     )
+    expr = rule(prometheus_rule_spec(settings, "prod"), "AscendPrecisionCheckFailed")["expr"]
+    scope = 'ascend_image="registry/inference-service:v2.0.0-npu", namespace="inference-staging"'
+    assert expr == (
+        f"precision_check_passed{{{scope}}} == 0\n  and\nprecision_check_completed{{{scope}}} == 1"
+    )
+
+
+def test_alert_summaries_name_the_rollback_then_its_targeted_up() -> None:
+    spec = prometheus_rule_spec(settings_with(), "staging")
+    summary = rule(spec, "AscendErrorRatioAboveNvidia")["annotations"]["summary"]
+    assert summary.endswith(
+        "run `dualstack rollback --stack staging`, then the targeted "
+        "`pulumi up --stack staging --target ...` it prints."
+    )
+    assert "apply it with `pulumi up --stack staging`" not in summary
 
 
 def test_cost_rules_only_for_priced_hardware() -> None:

@@ -167,9 +167,27 @@ def test_malformed_json_is_exit_2(capsys, tmp_path):
     assert "more errors (see --json)" in out or out.count("error:") == 1
 
 
+@pytest.mark.parametrize("endpoint", ["completions", "chat"])
+def test_empty_answers_from_both_backends_are_exit_2_not_a_pass(capsys, tmp_path, endpoint):
+    empty = Behaviour(empty=True, logprobs=False)
+    with OpenAIServer(empty) as nvidia, OpenAIServer(empty) as ascend:
+        code, out, err, report = run(
+            capsys, tmp_path, nvidia.url, ascend.url, "--endpoint", endpoint, "--concurrency", "1"
+        )
+    assert code == 2 and len(err) == 1
+    path = "/v1/chat/completions" if endpoint == "chat" else "/v1/completions"
+    assert re.fullmatch(
+        rf"error: (nvidia|ascend) http://127\.0\.0\.1:\d+{re.escape(path)}: "
+        r"malformed response, empty answer: .* \(prompt \S+\)",
+        err[0],
+    ), err[0]
+    assert out.startswith("precision check ERROR") and report["passed"] is False
+
+
 @pytest.mark.parametrize(
     ("payload", "cause"),
     [
+        (b'{"choices": [{"text": ""}]}', "empty answer"),
         (b'{"choices": []}', "no choices[0] answer"),
         (b'{"error": "overloaded"}', "no choices[0] answer"),
         (b'{"choices": [{"text": 42}]}', "the answer is not text"),

@@ -14,7 +14,8 @@ with `temperature: 0`, a fixed `max_tokens` and a `seed`.
 - `cli`      the flags and `main`
 
 Exit codes: 0 pass, 1 mismatch over the threshold, 2 could not complete (bad input, backend
-errors, timeouts, malformed JSON, deadline), with the cause as one `error: ...` line.
+errors, timeouts, malformed JSON or an empty answer, deadline), with the cause as one
+`error: ...` line.
 """
 
 from .cli import add_arguments, discard_stdout, main, options_from_args, run_cli, to_argv

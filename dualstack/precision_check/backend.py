@@ -81,7 +81,9 @@ def head(payload: bytes) -> str:
 
 def parse_answer(payload: bytes, endpoint: str, want_tokens: bool) -> Answer:
     """An Answer from a response body; raises CheckError when it is not JSON, has no
-    `choices[0]` text, or lacks the per-token logprobs `want_tokens` needs."""
+    `choices[0]` text, the text is empty (`""`: two empty answers would match, so an empty
+    completion is malformed, never a pass), or it lacks the per-token logprobs `want_tokens`
+    needs. Whitespace is an answer: with a small `max_tokens` it may be all a model says."""
     try:
         choice = json.loads(payload)["choices"][0]
         if endpoint == "chat":
@@ -100,6 +102,8 @@ def parse_answer(payload: bytes, endpoint: str, want_tokens: bool) -> Answer:
         raise CheckError(f"malformed response, no choices[0] answer: {head(payload)}") from None
     if not isinstance(text, str):
         raise CheckError(f"malformed response, the answer is not text: {head(payload)}")
+    if not text:
+        raise CheckError(f"malformed response, empty answer: {head(payload)}")
     well_formed = (
         len(tokens) == len(logprobs)
         and all(isinstance(t, str) for t in tokens)
