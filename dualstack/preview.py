@@ -3,8 +3,8 @@
 `build_preview()` renders the stack from the working tree's config and, when a base ref is
 given, from the config at that ref (both with the current code), runs the policy pack over the
 head's objects (previous weight, step limit and previous Ascend image = the base's; none
-without a base, i.e. a first deploy) and reports the weight move, the replica move, each policy's result, each object's change and
-a unified diff.
+without a base, i.e. a first deploy) and reports the weight move, the replica move, each
+policy's result, each object's change and a unified diff.
 """
 
 from __future__ import annotations
