@@ -9,6 +9,12 @@ comes through config. The same `pack_config()` feeds both paths:
   history (reverts and skipped deploys make history unreliable);
 - offline: `dualstack preview --base REF` with the weight of the stack config at REF.
 
+What the change under review must not decide for itself comes from the BASE stack config (the
+config at `--base REF`, online and offline): the step limit of `no-unsafe-weight-jump`
+(`ladder`, `maxStep`) and the deployed Ascend image (`previousAscendImage`, which tells a
+rollback from an image change). Without a base they fall back to the head's config (ladder,
+maxStep) or stay absent (previousAscendImage: every weight > 0 then needs the precision check).
+
 The file's shape is Pulumi's `--policy-pack-config` format: `{"<policy>": {"<key>": value}}`,
 each policy getting only the keys its `PolicyConfigSchema` declares.
 """
@@ -24,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from components.naming import POOL_LABEL
-from components.settings import HARDWARE, TOTAL_WEIGHT, Settings
+from components.settings import HARDWARE, TOTAL_WEIGHT, Settings, SettingsError, load_settings
+from dualstack.stackfile import StackFileError, read_config_at
 from policies import POLICIES
 
 NOT_FROM_SETTINGS = frozenset({"verifiedAscendImage"})
@@ -37,14 +44,25 @@ class StackOutputError(RuntimeError):
     """`pulumi stack output ascendWeight` failed or did not return a weight 0..100."""
 
 
-def settings_facts(settings: Settings, previous_weight: int | None) -> dict[str, Any]:
+FROM_BASE = {"no-unsafe-weight-jump": frozenset({"ladder", "maxStep"})}
+"""Per policy, the config keys taken from the BASE settings when there is a base: the step
+limit is the deployed config's, so a change cannot widen its own step by editing the ladder or
+`policy.maxStep` in the stack file it brings."""
+
+
+def settings_facts(
+    settings: Settings, previous_weight: int | None, base: Settings | None = None
+) -> dict[str, Any]:
     """Every policy config value the stack's settings determine, by config key.
 
-    `previousWeight` and `maxStep` are left out when None (no previous weight = first deploy).
+    `base` is the BASE (deployed) stack's settings, None without one; it gives
+    `previousAscendImage`. Keys whose value is None are left out: `previousWeight` (first
+    deploy), `maxStep` (not set), `previousAscendImage` (no base).
     """
     facts: dict[str, Any] = {
         "ladder": list(settings.ladder),
         "previousWeight": previous_weight,
+        "previousAscendImage": base.ascend.image if base is not None else None,
         "maxStep": settings.policy.max_step,
         "tagPattern": settings.policy.release_tag_pattern,
         "nvidiaSubset": HARDWARE[0],
@@ -71,20 +89,50 @@ def settings_facts(settings: Settings, previous_weight: int | None) -> dict[str,
     return {key: value for key, value in facts.items() if value is not None}
 
 
-def pack_config(settings: Settings, previous_weight: int | None) -> dict[str, dict[str, Any]]:
+def pack_config(
+    settings: Settings, previous_weight: int | None, base: Settings | None = None
+) -> dict[str, dict[str, Any]]:
     """The `--policy-pack-config` content for a stack: {policy name: {config key: value}}.
 
-    `previous_weight` is the deployed Ascend weight in % (None on a first deploy, when only 0
-    or the first ladder step may be deployed).
+    `settings` is the head (the change judged); `previous_weight` the deployed Ascend weight in
+    % (None on a first deploy, when only 0 or the first ladder step may be deployed); `base`
+    the BASE stack's settings (None without a base), which give the keys in `FROM_BASE` and
+    `previousAscendImage`.
     """
-    facts = settings_facts(settings, previous_weight)
+    facts = settings_facts(settings, previous_weight, base)
+    base_facts = settings_facts(base, previous_weight, base) if base is not None else facts
     config: dict[str, dict[str, Any]] = {}
     for policy in POLICIES:
         keys = policy.config_schema.properties if policy.config_schema else {}
-        values = {key: facts[key] for key in keys if key in facts}
+        from_base = FROM_BASE.get(policy.name, frozenset())
+        values = {}
+        for key in keys:
+            source = base_facts if key in from_base else facts
+            if key in source:
+                values[key] = source[key]
         if values:
             config[policy.name] = values
     return config
+
+
+def base_settings_at(root: Path, stack: str, ref: str) -> Settings | None:
+    """The settings of `Pulumi.<stack>.yaml` at git `ref` (the base); None when the file did
+    not exist there (a new stack: nothing to take the step limit from).
+
+    Raises StackFileError when `ref` is not a commit, the file does not parse, or its config
+    no longer validates (fail closed: no config is written rather than one built from the
+    head's own step limit).
+    """
+    config = read_config_at(root, stack, ref)
+    if config is None:
+        return None
+    try:
+        return load_settings(config)
+    except SettingsError as exc:
+        raise StackFileError(
+            f"Pulumi.{stack}.yaml at {ref} (--base) does not validate, so it cannot give the "
+            f"step limit: {str(exc).splitlines()[0]}"
+        ) from None
 
 
 def parse_weight(text: str, source: str) -> int:

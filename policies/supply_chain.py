@@ -7,7 +7,9 @@ Deployment as the annotation `dualstack.io/verified-ascend-image` (so the pack s
 props, online and offline). Policy config `verifiedAscendImage`, when set, takes precedence.
 Changing the Ascend image resets the verification: the served image no longer equals it, so
 the precision check is required before a raise AND after every image upgrade while Ascend serves
-traffic; only weight 0 and a decrease (a rollback) pass without it.
+traffic; only weight 0 and a rollback (a decrease that keeps the deployed Ascend image, policy
+config `previousAscendImage`) pass without it. A decrease that also changes the image is an
+upgrade like any other: the new image would serve live traffic unchecked.
 """
 
 from __future__ import annotations
@@ -129,6 +131,17 @@ def image_pair_consistent_validator(
         )
 
 
+def _optional_image(config: Any, key: str) -> str | None:
+    """The image reference at `key`; None when absent or empty.
+
+    Raises ConfigError naming the key when the value is not a string.
+    """
+    value = config.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(f"{key} = {value!r} is not an image reference")
+    return value or None
+
+
 VERIFY_COMMAND = "dualstack verify-precision --stack <stack> --nvidia URL --ascend URL"
 """How an operator records a passing Ascend image (`dualstack/commands/verify_precision.py`)."""
 
@@ -140,36 +153,48 @@ def precision_verified_before_promotion_validator(
     """While Ascend serves traffic (weight > 0), the Ascend image served is the
     precision-verified one (config `verifiedAscendImage`, else the Ascend Deployment's
     `dualstack.io/verified-ascend-image` annotation): after a raise AND after every image
-    change. Exceptions: weight 0 (no traffic) and a weight below `previousWeight` (a rollback
-    is never blocked). With no `previousWeight` (first deploy) any weight > 0 needs it."""
+    change. Exceptions: weight 0 (no traffic) and a rollback, i.e. a weight below
+    `previousWeight` serving the same image as `previousAscendImage` (the deployed one): a
+    rollback is never blocked. A decrease that changes the image, or with no
+    `previousAscendImage` to compare (fail closed), needs the check like a raise. With no
+    `previousWeight` (first deploy) any weight > 0 needs it."""
     config = args.get_config()
     previous = config_int(config, "previousWeight", 0, 100)
+    previous_image = _optional_image(config, "previousAscendImage")
+    override = _optional_image(config, "verifiedAscendImage")
     view = StackView.of(args.resources)
     ascend_subset = subset_name(config, "ascend")
     weights = [r.weight for r in view.routes_to(ascend_subset) if r.weight is not None]
     if not weights:
         args.not_applicable(f"no VirtualService routes to subset {ascend_subset!r}")
     weight = max(weights)
-    if weight == 0 or (previous is not None and weight < previous):
-        return  # no Ascend traffic, or a rollback: never blocked
+    if weight == 0:
+        return  # no Ascend traffic: never blocked
+    workload, image, why = _backend_image(view, config, "ascend")
+    decrease = previous is not None and weight < previous
+    if decrease and image is not None and image == previous_image:
+        return  # a rollback to less traffic on the deployed image: never blocked
     if previous is None or weight > previous:
         move = f"raising the Ascend weight from {previous or 0}% to {weight}%"
+    elif decrease:
+        lowering = f"lowering the Ascend weight from {previous}% to {weight}%"
+        move = (
+            f"{lowering} while replacing the deployed image {previous_image}"
+            if previous_image
+            else f"{lowering} with no previousAscendImage to show the image is the deployed one"
+        )
     else:
         move = f"with the Ascend weight at {weight}%"
-    workload, image, why = _backend_image(view, config, "ascend")
     if workload is None or image is None:
         report_violation(f"cannot check the Ascend image {move}: {why}", None)
         return
-    override = config.get("verifiedAscendImage")
-    if override is not None and not isinstance(override, str):
-        raise ConfigError(f"verifiedAscendImage = {override!r} is not an image reference")
     verified = override or path(
         workload.props, "metadata", "annotations", VERIFIED_IMAGE_ANNOTATION
     )
     fix = (
         f"run the precision check for {image} and record its pass with `{VERIFY_COMMAND}` "
-        "(against pods running that image), or lower the weight (to 0 while the new image is "
-        "checked; a decrease is never blocked)"
+        "(against pods running that image), or set the weight to 0 while the new image is "
+        "checked (weight 0, and a decrease that keeps the deployed image, are never blocked)"
     )
     if not verified:
         report_violation(
@@ -208,13 +233,21 @@ POLICIES = [
     StackValidationPolicy(
         name="precision-verified-before-promotion",
         description="While Ascend serves traffic (weight > 0), its image is the one whose "
-        "precision check passed, after a raise and after every image change; weight 0 and a "
-        "decrease (rollback) are never blocked.",
+        "precision check passed, after a raise and after every image change (a decrease "
+        "included); weight 0 and a rollback (a decrease keeping the deployed image) are never "
+        "blocked.",
         validate=precision_verified_before_promotion_validator,
         enforcement_level=EnforcementLevel.MANDATORY,
         config_schema=PolicyConfigSchema(
             properties={
                 "previousWeight": PREVIOUS_WEIGHT_SCHEMA,
+                "previousAscendImage": {
+                    "type": "string",
+                    "description": "Ascend image of the BASE (deployed) stack config. A "
+                    "decrease keeping this image is a rollback and needs no precision check; "
+                    "absent, every weight > 0 needs it. Written by `dualstack policy-config "
+                    "--base` and `dualstack preview --base`.",
+                },
                 "verifiedAscendImage": {
                     "type": "string",
                     "description": "Overrides the Ascend Deployment's annotation "

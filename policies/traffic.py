@@ -5,7 +5,9 @@ weighted route naming both backends' subsets.
 A policy sees only the new inputs, never the deployed state (REFERENCE.md, CrossGuard), so the
 deployed weight comes in as policy config `previousWeight`, written by `dualstack policy-config`
 from `pulumi stack output ascendWeight` (online) or taken from the base ref's stack config by
-`dualstack preview --base` (offline).
+`dualstack preview --base` (offline). The step limit of `no-unsafe-weight-jump` (its `ladder`
+and `maxStep`) comes from the BASE stack config whenever there is one, never from the change
+being judged: a PR that edits the ladder or `maxStep` cannot widen its own step.
 """
 
 from __future__ import annotations
@@ -117,7 +119,11 @@ def no_unsafe_weight_jump_validator(
     """An increase of the Ascend weight goes at most to the next ladder step above the deployed
     weight (`previousWeight`), or at most `maxStep` points when that is configured. Any
     decrease is allowed at once: a rollback is never blocked. Without `previousWeight` (first
-    deploy) only 0 or the first ladder step is allowed."""
+    deploy) only 0 or the first ladder step is allowed.
+
+    `ladder` and `maxStep` here are the BASE (deployed) config's, written so by
+    `dualstack policy-config --base` and `dualstack preview --base`: the head's own ladder is
+    checked by `ascend-weight-on-ladder`, but it cannot widen the step."""
     if kind_of(args.resource_type) != "VirtualService":
         return
     config = args.get_config()
@@ -281,14 +287,19 @@ CONFIG_ON_LADDER = PolicyConfigSchema(
 )
 CONFIG_JUMP = PolicyConfigSchema(
     properties={
-        "ladder": LADDER_SCHEMA,
+        "ladder": {
+            **LADDER_SCHEMA,
+            "description": "Allowed Ascend weights in %, rising strictly from 0 to 100, of the "
+            "BASE (deployed) stack config: an increase goes at most to its next step above "
+            "previousWeight. Written from the base, so a change cannot widen its own step.",
+        },
         "previousWeight": PREVIOUS_WEIGHT_SCHEMA,
         "maxStep": {
             "type": "integer",
             "minimum": 1,
             "maximum": 100,
             "description": "If set, an increase may be at most this many points instead of "
-            "going to the next ladder step.",
+            "going to the next ladder step. Taken from the BASE (deployed) stack config.",
         },
         "ascendSubset": SUBSET_SCHEMAS["ascendSubset"],
     }

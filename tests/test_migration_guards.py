@@ -67,9 +67,9 @@ def test_a_rollback_that_would_break_a_policy_is_undone(git_repo, monkeypatch, c
     real = rollback.check_policies
     cold = PolicyResult("keep-ascend-warm", "mandatory", "violation", "too cold")
 
-    def strict(head, previous_weight, stack):
+    def strict(head, previous_weight, stack, base=None):
         extra = [cold] if head.settings.ascend_weight == 0 else []
-        return [*real(head, previous_weight, stack), *extra]
+        return [*real(head, previous_weight, stack, base), *extra]
 
     monkeypatch.setattr(rollback, "check_policies", strict)
     before = stack_bytes(git_repo)

@@ -122,6 +122,8 @@ def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict) -> No
             "prod",
             "--previous-weight",
             "5",
+            "--base",
+            "origin/main",
             "--output",
             cfg,
         ],
@@ -200,11 +202,15 @@ def test_first_deploy_has_no_previous_weight(platform: str, gitops: dict) -> Non
         "--stack",
         "prod",
         "--first-deploy",
+        "--base",
+        "origin/main",
         "--output",
         "reports/prod/policy-config.json",
     ] in calls(gitops["log"])
     pack_config = json.loads((gitops["repo"] / "reports/prod/policy-config.json").read_text())
     assert "previousWeight" not in pack_config["no-unsafe-weight-jump"]
+    image = pack_config["precision-verified-before-promotion"]["previousAscendImage"]
+    assert image == "registry/inference-service:v1.2.3-npu"  # from the base, origin/main
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)

@@ -141,19 +141,71 @@ class TestPrecisionVerifiedBeforePromotion:
             f"with the Ascend weight at {weight}%: Deployment inference/inference-green serves "
             f"{NEW_ASCEND} to live traffic, but the precision-verified image is {ASCEND_IMAGE}"
         )
-        assert "or lower the weight (to 0 while the new image is checked" in message
+        assert "or set the weight to 0 while the new image is checked" in message
 
     def test_holding_with_the_verified_image_passes(self):
         assert precision(good_stack(20), {"previousWeight": 20}) == []
 
     @pytest.mark.parametrize(("previous", "weight"), [(50, 20), (80, 0), (5, 0), (100, 80)])
-    def test_lowering_never_needs_verification(self, previous, weight):
-        """A rollback is never blocked, even with an unverified (or no) verified image."""
+    def test_rollback_never_needs_verification(self, previous, weight):
+        """A decrease keeping the deployed image is never blocked, even with an unverified
+        (or no) verified image."""
         stack = good_stack(weight)
         set_image(stack, "ascend", NEW_ASCEND)
-        assert precision(stack, {"previousWeight": previous}) == []
+        config = {"previousWeight": previous, "previousAscendImage": NEW_ASCEND}
+        assert precision(stack, config) == []
         del find(stack, "Deployment", "ascend")["metadata"]["annotations"]
-        assert precision(stack, {"previousWeight": previous}) == []
+        assert precision(stack, config) == []
+
+    @pytest.mark.parametrize(("previous", "weight"), [(50, 20), (100, 80), (20, 5)])
+    def test_decrease_with_a_new_image_needs_verification(self, previous, weight):
+        """Lowering the weight while changing the image puts an unchecked image on traffic."""
+        stack = good_stack(weight)
+        set_image(stack, "ascend", NEW_ASCEND)
+        [message] = precision(
+            stack, {"previousWeight": previous, "previousAscendImage": ASCEND_IMAGE}
+        )
+        assert message.startswith(
+            f"lowering the Ascend weight from {previous}% to {weight}% while replacing the "
+            f"deployed image {ASCEND_IMAGE}: Deployment inference/inference-green serves "
+            f"{NEW_ASCEND} to live traffic, but the precision-verified image is {ASCEND_IMAGE}"
+        )
+        assert VERIFY in message
+
+    def test_decrease_to_a_new_verified_image_passes(self):
+        stack = good_stack(20)
+        set_image(stack, "ascend", NEW_ASCEND)
+        find(stack, "Deployment", "ascend")["metadata"]["annotations"][VERIFIED] = NEW_ASCEND
+        assert precision(stack, {"previousWeight": 50, "previousAscendImage": ASCEND_IMAGE}) == []
+
+    def test_decrease_without_previous_image_fails_closed(self):
+        """No previousAscendImage: the image may have changed, so it must be the verified one."""
+        stack = good_stack(20)
+        set_image(stack, "ascend", NEW_ASCEND)
+        [message] = precision(stack, {"previousWeight": 50})
+        assert message.startswith(
+            "lowering the Ascend weight from 50% to 20% with no previousAscendImage to show the "
+            "image is the deployed one: "
+        )
+        assert precision(good_stack(20), {"previousWeight": 50}) == []  # the verified image
+
+    def test_decrease_to_zero_with_a_new_image_passes(self):
+        stack = good_stack(0)
+        set_image(stack, "ascend", NEW_ASCEND)
+        assert precision(stack, {"previousWeight": 50, "previousAscendImage": ASCEND_IMAGE}) == []
+
+    def test_previous_image_does_not_exempt_a_raise_or_a_hold(self):
+        stack = good_stack(20)
+        set_image(stack, "ascend", NEW_ASCEND)
+        for previous in (5, 20):
+            [message] = precision(
+                stack, {"previousWeight": previous, "previousAscendImage": NEW_ASCEND}
+            )
+            assert f"serves {NEW_ASCEND} to live traffic" in message
+
+    def test_bad_previous_image_fails_closed(self):
+        [message] = precision(good_stack(20), {"previousWeight": 50, "previousAscendImage": 7})
+        assert message.startswith("policy config previousAscendImage = 7.0 is not an image")
 
     @pytest.mark.parametrize("previous", [None, 0, 20])
     def test_weight_zero_never_needs_verification(self, previous):

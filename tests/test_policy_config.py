@@ -23,14 +23,14 @@ from dualstack.policy_config import (
 )
 from policies import POLICIES
 from policies.supply_chain import VERIFIED_IMAGE_ANNOTATION as PACK_ANNOTATION
-from tests.conftest import cfg, find
+from tests.conftest import cfg, find, git
 
 DEFAULTS = load_settings(cfg(ascendWeight="5"))
 
 
 def test_each_policy_gets_exactly_its_schema_keys():
     settings = load_settings(cfg(ascendWeight="5", policy={"maxStep": 20}))
-    config = pack_config(settings, 5)
+    config = pack_config(settings, 5, base=settings)
     for policy in POLICIES:
         declared = set(policy.config_schema.properties) if policy.config_schema else set()
         expected = declared - NOT_FROM_SETTINGS
@@ -69,6 +69,40 @@ def test_first_deploy_and_max_step():
     config = pack_config(settings, None)
     assert "previousWeight" not in config["no-unsafe-weight-jump"]
     assert config["no-unsafe-weight-jump"]["maxStep"] == 10
+
+
+def test_step_limit_comes_from_the_base_not_the_head():
+    """A head that widens the ladder or maxStep does not widen the step it is judged by."""
+    base = load_settings(cfg(ascendWeight="5"))
+    head = load_settings(cfg(ascendWeight="100", ladder=[0, 5, 100], policy={"maxStep": 100}))
+    config = pack_config(head, 5, base)
+    assert config["no-unsafe-weight-jump"]["ladder"] == [0, 5, 20, 50, 80, 100]
+    assert "maxStep" not in config["no-unsafe-weight-jump"]
+    assert config["ascend-weight-on-ladder"]["ladder"] == [0, 5, 100]  # the head's own steps
+    tighter = load_settings(cfg(ascendWeight="5", policy={"maxStep": 10}))
+    assert pack_config(head, 5, tighter)["no-unsafe-weight-jump"]["maxStep"] == 10
+
+
+def test_without_a_base_the_step_limit_is_the_stack_file_s():
+    head = load_settings(cfg(ascendWeight="5", ladder=[0, 5, 100], policy={"maxStep": 100}))
+    config = pack_config(head, None)
+    assert config["no-unsafe-weight-jump"]["ladder"] == [0, 5, 100]
+    assert config["no-unsafe-weight-jump"]["maxStep"] == 100
+    assert "previousAscendImage" not in config["precision-verified-before-promotion"]
+
+
+def test_previous_ascend_image_comes_from_the_base():
+    base = load_settings(cfg(ascendWeight="50"))
+    head = load_settings(
+        cfg(
+            ascendWeight="20",
+            ascend={"image": "registry/inference-service:v9.9.9-npu"},
+            nvidia={"image": "registry/inference-service:v9.9.9-cuda"},
+        )
+    )
+    config = pack_config(head, 50, base)["precision-verified-before-promotion"]
+    assert config["previousAscendImage"] == "registry/inference-service:v1.2.3-npu"
+    assert config["previousWeight"] == 50
 
 
 def test_pool_sizes_come_from_the_pools_settings():
@@ -210,6 +244,75 @@ def test_command_by_hand_and_first_deploy(git_repo, capsys):
     assert json.loads(capsys.readouterr().out)["no-unsafe-weight-jump"]["previousWeight"] == 50
     assert main(["-C", str(git_repo), "policy-config", "--first-deploy"]) == 0
     assert "previousWeight" not in json.loads(capsys.readouterr().out)["no-unsafe-weight-jump"]
+
+
+def test_command_takes_the_step_limit_and_image_from_base(git_repo, tmp_path, capsys):
+    """The PR's own stack file (ladder [0, 5, 100], maxStep 100, new image) decides nothing."""
+    path = git_repo / "Pulumi.prod.yaml"
+    text = path.read_text(encoding="utf-8").replace('ascendWeight: "5"', 'ascendWeight: "100"')
+    path.write_text(
+        text
+        + "  dualstack-inference:ladder: [0, 5, 100]\n"
+        + "  dualstack-inference:policy: {maxStep: 100}\n"
+        + "  dualstack-inference:ascend: {image: registry/inference-service:v9.9.9-npu}\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "policy-config.json"
+    args = ["-C", str(git_repo), "policy-config", "--previous-weight", "5", "-o", str(out)]
+    assert main([*args, "--base", "main"]) == 0
+    written = json.loads(out.read_text())
+    assert written["no-unsafe-weight-jump"] == {
+        "ladder": [0, 5, 20, 50, 80, 100],
+        "previousWeight": 5,
+        "ascendSubset": "ascend",
+    }
+    assert written["precision-verified-before-promotion"]["previousAscendImage"] == (
+        "registry/inference-service:v1.2.3-npu"
+    )
+    assert "step limit and previous Ascend image from main" in capsys.readouterr().err
+    assert main(args) == 0  # without --base: the stack file's own limit, no previous image
+    written = json.loads(out.read_text())
+    assert written["no-unsafe-weight-jump"]["maxStep"] == 100
+    assert "previousAscendImage" not in written["precision-verified-before-promotion"]
+    assert "(no --base)" in capsys.readouterr().err
+
+
+def test_command_with_a_base_lacking_the_stack_uses_the_stack_file(git_repo, capsys):
+    git(git_repo, "checkout", "-q", "-b", "new-stack")
+    (git_repo / "Pulumi.prod.yaml").rename(git_repo / "Pulumi.lab.yaml")
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-qm", "only lab")
+    (git_repo / "Pulumi.lab.yaml").rename(git_repo / "Pulumi.prod.yaml")
+    args = ["-C", str(git_repo), "policy-config", "--first-deploy", "--base", "new-stack"]
+    assert main(args) == 0
+    written = json.loads(capsys.readouterr().out)
+    assert written["no-unsafe-weight-jump"]["ladder"] == [0, 5, 20, 50, 80, 100]
+    assert "previousAscendImage" not in written["precision-verified-before-promotion"]
+
+
+@pytest.mark.parametrize(
+    ("base_yaml", "message"),
+    [
+        (None, "git ref 'nope' is not a commit"),
+        (
+            'config:\n  dualstack-inference:ascendWeight: "33"\n',
+            "Pulumi.prod.yaml at nope (--base) does not validate, so it cannot give the step",
+        ),
+    ],
+)
+def test_command_fails_closed_on_a_bad_base(git_repo, tmp_path, capsys, base_yaml, message):
+    if base_yaml is not None:
+        git(git_repo, "checkout", "-q", "-b", "nope")
+        (git_repo / "Pulumi.prod.yaml").write_text(base_yaml, encoding="utf-8")
+        git(git_repo, "commit", "-qam", "broken prod")
+        git(git_repo, "checkout", "-q", "main")
+    out = tmp_path / "policy-config.json"
+    args = ["policy-config", "--previous-weight", "5", "--base", "nope", "-o", str(out)]
+    assert main(["-C", str(git_repo), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err
+    assert err.count("\n") == 1
+    assert not out.exists()
 
 
 @pytest.mark.parametrize(

@@ -233,3 +233,57 @@ def test_bad_weight_is_exit_2_before_any_policy(git_repo, capsys, weight):
     assert code == 2
     assert out == ""
     assert err.startswith(f"error: dualstack-inference:ascendWeight = '{weight}'")
+
+
+def write_config_lines(repo, *lines):
+    """Add `key: value` lines to the working tree's Pulumi.prod.yaml, as a PR would."""
+    path = repo / "Pulumi.prod.yaml"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text + "".join(f"  dualstack-inference:{line}\n" for line in lines))
+
+
+def test_a_head_ladder_cannot_widen_its_own_step(git_repo, capsys):
+    """5 -> 100 with a ladder [0, 5, 100] the PR itself brings is judged on the base ladder."""
+    set_config_value(git_repo, "prod", "ascendWeight", 100)
+    write_config_lines(git_repo, "ladder: [0, 5, 100]")
+    code, out, err = preview(git_repo, capsys)
+    assert code == 1, out
+    assert "  ok   ascend-weight-on-ladder [mandatory]" in out
+    assert (
+        "  FAIL no-unsafe-weight-jump [mandatory]: VirtualService inference/inference-vs raises "
+        "the Ascend weight from 5% to 100%: an increase may go only to the next ladder step, 20%"
+    ) in out
+    assert err.splitlines()[0] == "policy check failed: no-unsafe-weight-jump"
+
+
+def test_a_head_max_step_cannot_widen_its_own_step(git_repo, capsys):
+    set_config_value(git_repo, "prod", "ascendWeight", 80)
+    write_config_lines(git_repo, "policy: {maxStep: 100}")
+    code, out, err = preview(git_repo, capsys)
+    assert code == 1, out
+    assert "from 5% to 80%: an increase may go only to the next ladder step, 20%" in out
+    assert err.splitlines()[0] == "policy check failed: no-unsafe-weight-jump"
+
+
+def test_a_max_step_already_on_the_base_applies(git_repo, capsys):
+    """The step limit is the base's: a maxStep merged (reviewed) before applies to the next PR."""
+    write_config_lines(git_repo, "policy: {maxStep: 75}")
+    git(git_repo, "commit", "-qam", "prod: maxStep 75")
+    set_config_value(git_repo, "prod", "ascendWeight", 80)
+    code, out, _err = preview(git_repo, capsys)
+    assert code == 0, out
+    assert "  ok   no-unsafe-weight-jump [mandatory]" in out
+
+
+def test_a_decrease_with_unverified_new_images_fails(git_repo, capsys):
+    """50 -> 20 while both images move to an unchecked release: not a rollback."""
+    deployed_at(git_repo, 50)
+    set_config_value(git_repo, "prod", "ascendWeight", 20)
+    code, out, err = preview(git_repo, capsys, *NEW_IMAGES)
+    assert code == 1, out
+    assert err.splitlines()[0] == "policy check failed: precision-verified-before-promotion"
+    assert (
+        "lowering the Ascend weight from 50% to 20% while replacing the deployed image "
+        "registry/inference-service:v1.2.3-npu: Deployment inference/inference-green serves "
+        "registry/inference-service:v1.2.4-npu to live traffic"
+    ) in err

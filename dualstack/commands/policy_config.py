@@ -8,7 +8,12 @@ from pathlib import Path
 
 from components.settings import load_settings
 from dualstack.output_paths import check_output_file
-from dualstack.policy_config import pack_config, read_deployed_weight, write_config
+from dualstack.policy_config import (
+    base_settings_at,
+    pack_config,
+    read_deployed_weight,
+    write_config,
+)
 from dualstack.project import UsageError, find_root, load_stack_config
 
 
@@ -29,7 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="write the policy pack config (previous weight, ladder, ...) for `pulumi preview`",
         description="Build the JSON file for `pulumi preview --policy-pack policies "
         "--policy-pack-config FILE` from the stack's config and the DEPLOYED Ascend weight. "
-        "Exit 0 written, 2 the weight could not be read (nothing written).",
+        "With --base, the step limit (ladder, maxStep) and the deployed Ascend image come from "
+        "the stack file at that git ref, so the change under review cannot loosen them. "
+        "Exit 0 written, 2 the weight or the base could not be read (nothing written).",
     )
     parser.add_argument("--stack", default="prod", help="stack name (default: prod)")
     source = parser.add_mutually_exclusive_group(required=True)
@@ -48,6 +55,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--first-deploy",
         action="store_true",
         help="the stack was never deployed: only 0 or the first ladder step passes",
+    )
+    parser.add_argument(
+        "--base",
+        metavar="GIT_REF",
+        help="take the step limit (ladder, policy.maxStep) and the previous Ascend image from "
+        "Pulumi.<stack>.yaml at this ref (the PR's target branch), not from the change itself",
     )
     parser.add_argument(
         "-o", "--output", type=Path, help="write the JSON here (default: standard output)"
@@ -72,10 +85,17 @@ def run(args: argparse.Namespace) -> int:
         previous, origin = None, "first deploy"
     else:
         previous, origin = args.previous_weight, "--previous-weight"
-    text = write_config(pack_config(settings, previous), args.output)
+    base = base_settings_at(root, args.stack, args.base) if args.base else None
+    text = write_config(pack_config(settings, previous, base), args.output)
     shown = "none" if previous is None else f"{previous}%"
+    if args.base is None:
+        limit = "step limit from the stack file itself (no --base)"
+    elif base is None:
+        limit = f"Pulumi.{args.stack}.yaml absent at {args.base}: step limit from the stack file"
+    else:
+        limit = f"step limit and previous Ascend image from {args.base}"
     if args.output is None:
         sys.stdout.write(text)
     else:
-        print(f"wrote {args.output}: previous weight {shown} ({origin})", file=sys.stderr)
+        print(f"wrote {args.output}: previous weight {shown} ({origin}); {limit}", file=sys.stderr)
     return 0
