@@ -113,3 +113,20 @@ def test_any_other_uncommitted_change_is_still_refused(git_repo, capsys):
     assert dualstack(git_repo, "promote", "--stack", "prod", "--commit", *SKIP) == 2
     assert "Pulumi.prod.yaml has uncommitted changes" in capsys.readouterr().err
     assert weight(git_repo) == "20"
+
+
+def test_carried_image_reaches_the_branch_made_off_a_feature_branch(git_repo, capsys):
+    served = read_config_at(git_repo, "prod", "HEAD")[VERIFIED]
+    set_config_value(git_repo, "prod", "verifiedAscendImage", "registry/old:v0.9-npu")
+    git(git_repo, "commit", "-qam", "the served image is not verified yet")
+    git(git_repo, "switch", "-q", "-c", "feature")
+    (git_repo / "unrelated.txt").write_text("not for prod\n")
+    git(git_repo, "add", "unrelated.txt")
+    git(git_repo, "commit", "-qm", "unrelated")
+    set_config_value(git_repo, "prod", "verifiedAscendImage", served)
+    assert dualstack(git_repo, "promote", "--stack", "prod", "--commit", *SKIP) == 0
+    committed = read_config_at(git_repo, "prod", "dualstack/prod-ascend-20")
+    assert (committed[WEIGHT], committed[VERIFIED]) == ("20", served)
+    names = git(git_repo, "diff", "--name-only", "main", "dualstack/prod-ascend-20").split()
+    assert names == ["Pulumi.prod.yaml"]
+    assert git(git_repo, "branch", "--show-current").strip() == "feature"
