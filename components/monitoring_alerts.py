@@ -15,16 +15,15 @@ from components import metric_names as m
 from components.monitoring_accelerators import device_metric, device_scope, prices
 from components.monitoring_rules import Rule, static_labels
 from components.monitoring_settings import AlertSettings
-from components.promql import number, selector
+from components.promql import number, quote, selector
 from components.settings import HARDWARE, Hardware, Settings
 
 
 def sop_rollback(stack: str) -> str:
-    """The SOP 1 instruction (README "Emergency SOP"): `dualstack rollback`, then the targeted
-    `pulumi up` it prints, which moves the traffic split before anything else."""
+    """The SOP 1 instruction: one command, then apply what it prints."""
     return (
-        f"SOP 1, roll back to NVIDIA: run `dualstack rollback --stack {stack}`, then the "
-        f"targeted `pulumi up --stack {stack} --target ...` it prints"
+        f"SOP 1, roll back to NVIDIA: run `dualstack rollback --stack {stack}` "
+        f"and apply it with `pulumi up --stack {stack}`"
     )
 
 
@@ -102,14 +101,9 @@ def latency_alert(settings: Settings, stack: str) -> Rule:
 
 
 def precision_alert(settings: Settings, stack: str) -> Rule:
-    """The precision check of the served Ascend image, pushed for this stack's namespace (the
-    Job's Pushgateway grouping label `namespace`), completed and reported a failure. A run
-    that could not complete pushes passed=0 with completed=0: that is no precision verdict."""
+    """The precision check of the served Ascend image reported a failure (pushed 0)."""
     image = settings.ascend.image
-    scope = {"ascend_image": image, "namespace": settings.namespace}
-    passed = selector(m.PRECISION_PASSED, scope)
-    completed = selector(m.PRECISION_COMPLETED, scope)
-    expr = f"{passed} == 0\n  and\n{completed} == 1"
+    expr = f"{m.PRECISION_PASSED}{{ascend_image={quote(image)}}} == 0"
     return _alert(
         "AscendPrecisionCheckFailed",
         expr,
