@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from components.settings import load_settings
+from components.settings import PROJECT, Settings, load_settings
 from components.workloads import replicas_for
 from dualstack.emergency import deployment_urn, virtual_service_urn
 from dualstack.stackfile import StackFileError, read_config, read_config_at
@@ -27,8 +27,28 @@ def rollback_targets(root: Path, stack: str, base: str) -> list[str]:
     before_config = read_config_at(root, stack, base)
     if before_config is None:
         raise StackFileError(f"Pulumi.{stack}.yaml does not exist at {base}")
-    before = load_settings(before_config)
-    after = load_settings(read_config(root, stack))
+    return _targets(load_settings(before_config), load_settings(read_config(root, stack)), stack)
+
+
+def decrease_targets(root: Path, stack: str, deployed_weight: int) -> list[str]:
+    """URNs the deploy pipeline applies first when `Pulumi.<stack>.yaml` lowers the weight
+    below `deployed_weight` (% from `pulumi stack output ascendWeight`); [] when it does not.
+
+    A full `pulumi up` updates the workloads before the VirtualService that depends on them
+    (`components/stack.py`): right for a raise, but on a decrease Ascend would shrink while
+    it still takes the old share. Applying these targets first moves the traffic first. The
+    deployed side is the stack file with the deployed weight. Raises StackFileError or
+    SettingsError when the stack file (or the weight) does not validate.
+    """
+    config = read_config(root, stack)
+    after = load_settings(config)
+    if after.ascend_weight >= deployed_weight:
+        return []
+    before = load_settings({**config, f"{PROJECT}:ascendWeight": str(deployed_weight)})
+    return _targets(before, after, stack)
+
+
+def _targets(before: Settings, after: Settings, stack: str) -> list[str]:
     targets = [virtual_service_urn(after, stack)]
     if replicas_for(after, "nvidia") > replicas_for(before, "nvidia"):
         targets.insert(0, deployment_urn(stack, "nvidia"))

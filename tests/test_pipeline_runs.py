@@ -327,6 +327,48 @@ def test_merge_ups_changed_stacks_staging_first(platform: str, gitops: dict) -> 
     ] in calls(gitops["log"])
 
 
+TARGETED = ["--target-dependents", *UP]
+
+
+def merge_weights(platform: str, gitops: dict, deployed: int, new: int) -> list[list[str]]:
+    """Merge prod at `new` over a deployed `deployed`; the `pulumi up` calls made."""
+    repo = gitops["repo"]
+    set_weight(repo, "prod", deployed)
+    before = git(repo, "rev-parse", "HEAD").strip()
+    set_weight(repo, "prod", new)
+    env = {"DEPLOYED_prod": str(deployed)}
+    if platform == "github":
+        _, results = run_up_github(gitops, before, TOKEN, **env)
+    else:
+        results = run_up_gitlab(gitops, before, TOKEN, **env)
+    assert ("prod", True) in results and all(passed for _, passed in results)
+    return ups(gitops["log"])
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_merged_decrease_moves_traffic_before_the_full_up(platform: str, gitops: dict) -> None:
+    assert merge_weights(platform, gitops, 50, 20) == [
+        ["pulumi", "up", "--yes", "--stack", "prod", "--target", VS_URN, *TARGETED],
+        ["pulumi", "up", "--yes", "--stack", "prod", *UP],
+    ]
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_merged_decrease_from_100_resizes_nvidia_first(platform: str, gitops: dict) -> None:
+    first = ["--target", NVIDIA_DEPLOYMENT_URN, "--target", VS_URN]
+    assert merge_weights(platform, gitops, 100, 80) == [
+        ["pulumi", "up", "--yes", "--stack", "prod", *first, *TARGETED],
+        ["pulumi", "up", "--yes", "--stack", "prod", *UP],
+    ]
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_merged_raise_has_no_targeted_step(platform: str, gitops: dict) -> None:
+    assert merge_weights(platform, gitops, 20, 50) == [
+        ["pulumi", "up", "--yes", "--stack", "prod", *UP],
+    ]
+
+
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_failed_up_stops_the_chain(platform: str, gitops: dict) -> None:
     repo = gitops["repo"]

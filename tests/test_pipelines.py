@@ -194,11 +194,11 @@ def test_github_up_uses_the_policy_pack_except_the_targeted_rollback() -> None:
         joined = re.sub(r"\\\n\s*", "", step["run"])  # shell line continuations
         for line in re.findall(r"(?m)^\s*(pulumi up\b.*)$", joined):
             if "--target-dependents" in line:
-                assert job_id == "rollback" and '"${targets[@]}"' in line
-            else:
+                assert '"${targets[@]}"' in line
+            if job_id != "rollback":  # the deploy's targeted step on a decrease too
                 assert "--policy-pack policies --policy-pack-config" in line, (name, line)
             checked += 1
-    assert checked == 2
+    assert checked == 3
 
 
 def test_github_deploy_is_ordered_serial_and_locked_per_stack() -> None:
@@ -376,3 +376,10 @@ def test_readme_pr_walkthrough_matches_the_pipelines_step_by_step() -> None:
         if "run" in s and s.get("name") != "Install"
     ]
     assert listed_steps(section, "What the merge runs") == up_steps
+    gitlab_up = re.findall(r"^# (.+)$", script(jobs(gitlab())["up:prod"]), re.M)
+    shared = [s for s in up_steps if s in gitlab_up]
+    assert shared == [s for s in gitlab_up if s in up_steps]
+    assert shared == [
+        "Policy-pack config from the deployed weight",
+        "Move traffic first on a decrease",
+    ]

@@ -50,3 +50,25 @@ def test_missing_stack_at_base_is_an_error(git_repo: Path, capsys) -> None:
     code = main(["-C", str(git_repo), "ci", "rollback-targets", "--stack", "canary"])
     assert code == 2
     assert capsys.readouterr().err.strip() == ("error: Pulumi.canary.yaml does not exist at HEAD")
+
+
+def deploy_targets(repo: Path, deployed: int, capsys) -> list[str]:
+    argv = ["-C", str(repo), "ci", "rollback-targets", "--stack", "prod"]
+    assert main([*argv, "--deployed-weight", str(deployed)]) == 0
+    return capsys.readouterr().out.split()
+
+
+def test_deploy_of_a_decrease_targets_the_traffic_split(git_repo: Path, capsys) -> None:
+    set_weight(git_repo, "prod", 20)
+    assert deploy_targets(git_repo, 50, capsys) == [VS]
+
+
+def test_deploy_of_a_decrease_from_100_resizes_nvidia_first(git_repo: Path, capsys) -> None:
+    set_weight(git_repo, "prod", 80)
+    assert deploy_targets(git_repo, 100, capsys) == [NVIDIA, VS]
+
+
+def test_deploy_of_a_raise_or_no_change_targets_nothing(git_repo: Path, capsys) -> None:
+    set_weight(git_repo, "prod", 20)
+    assert deploy_targets(git_repo, 5, capsys) == []
+    assert deploy_targets(git_repo, 20, capsys) == []

@@ -20,7 +20,7 @@ from dualstack.changes import ChangesError, changed_stacks
 from dualstack.ci_report import read_results, render, verdict
 from dualstack.gitlab_note import GitLabNoteError, MergeRequest, upsert_note
 from dualstack.project import find_root
-from dualstack.rollback_targets import rollback_targets
+from dualstack.rollback_targets import decrease_targets, rollback_targets
 
 GITLAB_TOKEN_VARIABLE = "GITLAB_API_TOKEN"
 """CI/CD variable holding a project access token (`api` scope) for the merge-request note."""
@@ -80,11 +80,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "rollback-targets",
         help="URNs for the emergency `pulumi up --target`, one per line",
         description="After `dualstack rollback` edited the stack file: the VirtualService, and "
-        "NVIDIA's Deployment first when the rollback needs more NVIDIA pods.",
+        "NVIDIA's Deployment first when the rollback needs more NVIDIA pods. With "
+        "--deployed-weight N (the deploy pipeline): the same URNs when the stack file lowers "
+        "the weight below N, else nothing.",
     )
     targets.add_argument("--stack", required=True)
     targets.add_argument(
         "--base", default="HEAD", metavar="GIT_REF", help="the config before the rollback"
+    )
+    targets.add_argument(
+        "--deployed-weight",
+        type=int,
+        metavar="N",
+        help="compare with this deployed weight (%%) instead of --base; prints nothing unless "
+        "the stack file's weight is lower",
     )
     targets.set_defaults(func=run_rollback_targets)
 
@@ -165,5 +174,10 @@ def run_gitlab_note(args: argparse.Namespace) -> int:
 
 def run_rollback_targets(args: argparse.Namespace) -> int:
     root = find_root(Path(args.cwd) if args.cwd else None)
-    print("\n".join(rollback_targets(root, args.stack, args.base)))
+    if args.deployed_weight is not None:
+        urns = decrease_targets(root, args.stack, args.deployed_weight)
+    else:
+        urns = rollback_targets(root, args.stack, args.base)
+    if urns:
+        print("\n".join(urns))
     return 0

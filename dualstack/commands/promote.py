@@ -11,7 +11,13 @@ from dualstack.commands.gate import add_gate_arguments, run_gate
 from dualstack.deployed import deployed_weight
 from dualstack.gate import GateReport
 from dualstack.gate_report import format_markdown, verdict
-from dualstack.gitops import check_ready_to_commit, commit_on_new_branch
+from dualstack.gitops import (
+    CommitPlan,
+    choose_branch,
+    commit_on_new_branch,
+    commit_workspace,
+    prepare_commit,
+)
 from dualstack.gitref import default_base, describe
 from dualstack.output_paths import check_output_file
 from dualstack.policy_config import StackOutputError
@@ -37,19 +43,37 @@ def add_pr_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def publish(
-    args: argparse.Namespace, root: Path, branch: str, title: str, body: str, notes: list[str]
+    args: argparse.Namespace,
+    root: Path,
+    commit: tuple[CommitPlan, str, bytes] | None,
+    title: str,
+    body: str,
+    notes: list[str],
 ) -> None:
-    """Print the PR title and body, write --body-file, and with --commit commit the step."""
+    """Print the PR title and body, write --body-file, and with --commit (`commit`: the plan,
+    the branch, the stack file's bytes to restore if the commit fails) commit the step."""
     print(f"--- PR title ---\n{title}\n--- PR body ---")
     sys.stdout.write(body)
     if args.body_file is not None:
         args.body_file.write_text(body, encoding="utf-8")
-    if args.commit:
-        sha = commit_on_new_branch(
-            root, stack_path(root, args.stack), branch, commit_message(title, notes)
-        )
-        print(f"--- committed {sha} on branch {branch}; push it and open the PR:")
-        print(f"git push -u origin {branch}")
+    if commit is None:
+        return
+    plan, branch, original = commit
+    path = stack_path(root, args.stack)
+    if plan.carried_image is not None:
+        notes = [*notes, f"Also records verifiedAscendImage {plan.carried_image}."]
+        print(f"--- the uncommitted verifiedAscendImage {plan.carried_image} is committed too")
+    sha = commit_on_new_branch(root, path, branch, commit_message(title, notes), original)
+    where = "" if plan.in_place else " (in a temporary worktree; your checkout is untouched)"
+    print(f"--- committed {sha} on branch {branch}, from {plan.base}{where}; push it and open")
+    print(f"the PR:\ngit push -u origin {branch}")
+
+
+def commit_plan(args: argparse.Namespace, root: Path) -> CommitPlan | None:
+    """With --commit, the checks made before anything changes (see `prepare_commit`)."""
+    if not args.commit:
+        return None
+    return prepare_commit(root, stack_path(root, args.stack), args.stack)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -146,11 +170,21 @@ def _commit_note(report: GateReport | None, reason: str | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    root = find_root(Path(args.cwd) if args.cwd else None)
-    settings = load_settings(load_stack_config(root, args.stack))
+    user_root = find_root(Path(args.cwd) if args.cwd else None)
+    load_settings(load_stack_config(user_root, args.stack))
     reason = _check_options(args)
     check_output_file(args.body_file, "--body-file")
     check_output_file(args.markdown, "--markdown")
+    plan = commit_plan(args, user_root)
+    with commit_workspace(user_root, plan, args.stack) as root:
+        return _promote(args, root, plan, reason)
+
+
+def _promote(
+    args: argparse.Namespace, root: Path, plan: CommitPlan | None, reason: str | None
+) -> int:
+    """The promotion, written in `root` (the user's tree, or the default branch's worktree)."""
+    settings = load_settings(load_stack_config(root, args.stack))
     target = settings.next_step
     if target is None:
         print(
@@ -160,8 +194,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     path = stack_path(root, args.stack)
     branch = args.branch or f"dualstack/{args.stack}-ascend-{target}"
-    if args.commit:
-        check_ready_to_commit(root, path, branch)
+    if plan is not None:
+        branch = choose_branch(root, branch)
     base = args.base if args.base is not None else default_base(root)
     _check_pending(root, args.stack, settings, base)
     _check_deployed(root, args.stack, settings)
@@ -191,5 +225,6 @@ def run(args: argparse.Namespace) -> int:
     body = promotion_body(
         change, format_markdown(report) if report else None, reason, format_preview(preview)
     )
-    publish(args, root, branch, title, body, [_commit_note(report, reason)])
+    commit = None if plan is None else (plan, branch, original)
+    publish(args, root, commit, title, body, [_commit_note(report, reason)])
     return 0

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 from components.settings import SettingsError, load_settings
-from dualstack.commands.promote import add_pr_arguments, policy_refusal, publish
+from dualstack.commands.promote import add_pr_arguments, commit_plan, policy_refusal, publish
 from dualstack.emergency import instructions
-from dualstack.gitops import check_ready_to_commit
+from dualstack.gitops import CommitPlan, choose_branch, commit_workspace
 from dualstack.gitref import default_base
 from dualstack.output_paths import check_output_file
 from dualstack.policy_run import PolicyResult, blocking
@@ -69,17 +69,25 @@ def _render_side(root: Path, stack: str) -> Side | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    root = find_root(Path(args.cwd) if args.cwd else None)
+    user_root = find_root(Path(args.cwd) if args.cwd else None)
+    rollback_target(load_settings(load_stack_config(user_root, args.stack)), args.to)
+    check_output_file(args.body_file, "--body-file")
+    plan = commit_plan(args, user_root)
+    with commit_workspace(user_root, plan, args.stack) as root:
+        return _rollback(args, root, plan)
+
+
+def _rollback(args: argparse.Namespace, root: Path, plan: CommitPlan | None) -> int:
+    """The rollback, written in `root` (the user's tree, or the default branch's worktree)."""
     settings = load_settings(load_stack_config(root, args.stack))
     target = rollback_target(settings, args.to)
-    check_output_file(args.body_file, "--body-file")
     if target == settings.ascend_weight:
         print(f"Stack {args.stack} is already at {target}% Ascend: nothing to roll back.")
         return 0
     path = stack_path(root, args.stack)
     branch = args.branch or f"dualstack/{args.stack}-rollback-{target}"
-    if args.commit:
-        chosen = check_ready_to_commit(root, path, branch, free_name=args.branch is None)
+    if plan is not None:
+        chosen = choose_branch(root, branch, free_name=args.branch is None)
         if chosen != branch:
             print(f"Branch {branch} already exists (an earlier rollback?); using {chosen}.")
         branch = chosen
@@ -117,5 +125,6 @@ def run(args: argparse.Namespace) -> int:
         )
     title = rollback_title(change)
     notes = [f"Rollback, no gate: {settings.ascend_weight}% -> {target}%."]
-    publish(args, root, branch, title, rollback_body(change, preview_text, how), notes)
+    commit = None if plan is None else (plan, branch, original)
+    publish(args, root, commit, title, rollback_body(change, preview_text, how), notes)
     return 0

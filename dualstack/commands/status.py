@@ -10,8 +10,9 @@ from typing import Any
 
 from components.settings import Settings, SettingsError, load_settings
 from dualstack.deployed import Deployed, deployed_weight
+from dualstack.gitref import default_base, describe
 from dualstack.project import find_root, load_stack_config
-from dualstack.stackfile import StackFileError
+from dualstack.stackfile import StackFileError, read_config_at
 from dualstack.weights import ladder_text
 
 
@@ -20,8 +21,37 @@ def stack_names(root: Path) -> list[str]:
     return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in root.glob("Pulumi.*.yaml"))
 
 
-def stack_status(stack: str, settings: Settings, deployed: Deployed) -> dict[str, Any]:
-    """One stack's status as plain data (what `--json` prints)."""
+def pending_step(
+    root: Path, stack: str, settings: Settings, deployed: Deployed, base: str | None
+) -> str | None:
+    """Why a step is pending (so `promote` would refuse), or None.
+
+    Pending: the working tree's weight differs from the base's (`default_base`: the merge
+    base with the default branch), or the deployed weight (when known) differs from git. The
+    same two checks `promote` makes before it writes anything.
+    """
+    weight = settings.ascend_weight
+    config = read_config_at(root, stack, base) if base is not None else None
+    if config is not None:
+        try:
+            base_weight = load_settings(config).ascend_weight
+        except SettingsError:
+            base_weight = None  # the preview judges a base that no longer validates
+        if base_weight is not None and base_weight != weight:
+            return (
+                f"{weight}% in the working tree, {base_weight}% at {describe(root, base)}: "
+                "commit, merge and deploy that step, or revert it"
+            )
+    if deployed.weight is not None and deployed.weight != weight:
+        return f"deployed {deployed.weight}%, git {weight}%: deploy the merged step, or revert it"
+    return None
+
+
+def stack_status(
+    stack: str, settings: Settings, deployed: Deployed, pending: str | None = None
+) -> dict[str, Any]:
+    """One stack's status as plain data (what `--json` prints); `pending` from
+    `pending_step`."""
     return {
         "stack": stack,
         "ascendWeight": settings.ascend_weight,
@@ -33,6 +63,7 @@ def stack_status(stack: str, settings: Settings, deployed: Deployed) -> dict[str
         "ascendImageVerified": settings.ascend_image_verified,
         "deployedWeight": deployed.weight,
         "deployed": deployed.compare(settings.ascend_weight),
+        "pending": pending,
     }
 
 
@@ -40,7 +71,9 @@ def format_status(status: dict[str, Any], settings: Settings) -> str:
     """The human block of one stack."""
     stack, weight, step = status["stack"], status["ascendWeight"], status["nextStep"]
     last = len(settings.ladder) - 1
-    if step is None:
+    if status.get("pending"):
+        next_text = f"none until the pending step is settled: {status['pending']}"
+    elif step is None:
         next_text = "none: the migration is complete"
     else:
         next_text = f"{step}% (dualstack promote --stack {stack})"
@@ -65,7 +98,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="each stack's weight, ladder position, next step, verified image, drift",
         description="For each Pulumi.<stack>.yaml: the Ascend weight, its place on the "
         "ladder, the next step, the verified Ascend image, and whether the deployed weight "
-        "(asked from the Pulumi backend when the CLI is installed) differs from git. "
+        "(asked from the Pulumi backend when the CLI is installed) differs from git. While a step "
+        "is pending (the working tree differs from the default branch, or the deployed weight "
+        "from git) the next step says what to settle first. "
         "Exit 0, or 2 when a stack's config is invalid.",
     )
     parser.add_argument("--stack", action="append", help="only this stack (repeatable)")
@@ -79,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
     if not stacks:
         raise StackFileError(f"no Pulumi.<stack>.yaml in {root}")
     results, blocks, failed = [], [], False
+    base = default_base(root)
     for stack in stacks:
         try:
             settings = load_settings(load_stack_config(root, stack))
@@ -88,7 +124,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: stack {stack}: {first}", file=sys.stderr)
             results.append({"stack": stack, "error": first})
             continue
-        status = stack_status(stack, settings, deployed_weight(root, stack))
+        deployed = deployed_weight(root, stack)
+        pending = pending_step(root, stack, settings, deployed, base)
+        status = stack_status(stack, settings, deployed, pending)
         results.append(status)
         blocks.append(format_status(status, settings))
     if args.json:
