@@ -65,11 +65,28 @@ def is_core(obj: Mapping[str, Any]) -> bool:
     return "." not in group or group.endswith(".k8s.io")
 
 
+@cache
+def _kubernetes_validate() -> Any:
+    """kubernetes_validate, imported on first use (slow; only rendering commands need it),
+    with its schema reads memoised.
+
+    kubernetes-validate 1.3x re-reads and re-parses the JSON schema files, including the
+    large `_definitions.json`, for every object it validates (`utils.schema_contents`);
+    validating one render read the same files 30 times, a quarter of `render`'s time. The
+    files never change while the process runs, and the parsed schemas are only read.
+    """
+    import kubernetes_validate
+    import kubernetes_validate.utils as utils
+
+    if not hasattr(utils.schema_contents, "cache_info"):
+        utils.schema_contents = cache(utils.schema_contents)
+    return kubernetes_validate
+
+
 def object_errors(obj: Mapping[str, Any], k8s_version: str = KUBERNETES_VERSION) -> list[str]:
     """Schema errors of one object as `path: message` strings; [] when it is valid."""
     if is_core(obj):
-        import kubernetes_validate  # slow to import; only rendering commands need it
-
+        kubernetes_validate = _kubernetes_validate()
         try:
             kubernetes_validate.validate(dict(obj), k8s_version, strict=True)
         except kubernetes_validate.ValidationError as exc:

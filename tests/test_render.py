@@ -147,3 +147,14 @@ def test_string_weight_like_pulumi_config_set(render_objects) -> None:
     objects = render_objects(cfg(ascendWeight="20"))
     routes = find(objects, "VirtualService", "inference-vs")["spec"]["http"][0]["route"]
     assert [r["weight"] for r in routes] == [80, 20]
+
+
+def test_memoised_schemas_still_judge_each_object(prod_objects) -> None:
+    import copy
+
+    service = find(prod_objects, "Service", "inference-service")
+    assert object_errors(service) == []
+    broken = copy.deepcopy(service)
+    broken["spec"]["portz"] = []
+    assert object_errors(broken) and "portz" in object_errors(broken)[0]
+    assert object_errors(service) == []  # the good one is still good after the bad one
