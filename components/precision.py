@@ -1,7 +1,7 @@
 """The in-cluster precision check: a ConfigMap with the checker and prompts, a Job running it
 against both direct Services, and optionally a CronJob re-running it.
 
-The checker is the stdlib-only package `dualstack.precision_check`, shipped file by file in
+The checker is the stdlib-only package `precision_check`, shipped file by file in
 the ConfigMap and run as `python3 -m precision_check` in a stock Python image. The Job's name
 carries a hash of everything it runs (both images, the check settings, the prompts, the
 checker's source), so a new Ascend image means a new Job, and an unchanged stack keeps its
@@ -24,7 +24,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-import dualstack.precision_check as checker
+import precision_check as checker
 from components.naming import direct_service_name, service_host
 from components.settings import Hardware, Settings
 

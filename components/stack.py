@@ -8,7 +8,7 @@ from typing import Any
 import pulumi
 import pulumi.runtime.config as pulumi_config
 
-from components.monitoring import UnifiedMonitoring
+from components.monitoring.component import UnifiedMonitoring
 from components.node_pools import AcceleratorNodePool
 from components.precision import PrecisionCheck
 from components.settings import HARDWARE, PROJECT, Settings, SettingsError, load_settings

@@ -81,13 +81,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def expected_errors() -> tuple[type[BaseException], ...]:
     """Errors that mean bad input or an unreachable dependency: one line, exit 2."""
     from components.settings import SettingsError
-    from dualstack.gitops import GitError
-    from dualstack.policy_config import StackOutputError
-    from dualstack.project import UsageError
-    from dualstack.prometheus import PrometheusError
-    from dualstack.render import RenderError
-    from dualstack.stackfile import StackFileError
-    from dualstack.validate import SchemaError
+    from dualstack.gate.prometheus import PrometheusError
+    from dualstack.offline.policy_config import StackOutputError
+    from dualstack.offline.render import RenderError
+    from dualstack.offline.schemas import SchemaError
+    from dualstack.repo.project import UsageError
+    from dualstack.repo.stackfile import StackFileError
+    from dualstack.step.publish import GitError
 
     return (
         SettingsError,
@@ -123,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe fails here, not in the interpreter's exit
         return code
     except BrokenPipeError:  # `dualstack ... | head`: the reader has gone
-        from dualstack.precision_check import discard_stdout
+        from precision_check import discard_stdout
 
         discard_stdout()
         print("error: output closed (broken pipe)", file=sys.stderr)

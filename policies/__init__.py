@@ -3,7 +3,7 @@
 Importing this package builds the `Policy` objects only; the `PolicyPack` (which starts a gRPC
 server and never returns, REFERENCE.md) is built in `policies/__main__.py`, which the Pulumi CLI
 runs for `pulumi preview --policy-pack policies`. `dualstack preview` runs the same `POLICIES`
-offline through `dualstack.policy_run`.
+offline through `dualstack.offline.policy_run`.
 """
 
 from policies import capacity, placement, security, supply_chain, traffic

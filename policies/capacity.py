@@ -59,7 +59,8 @@ DEFAULT_POOL_SIZES = {
     "nvidia": {"nodes": 3, "acceleratorsPerNode": DEFAULT_ACCELERATORS_PER_NODE},
     "ascend": {"nodes": 2, "acceleratorsPerNode": DEFAULT_ACCELERATORS_PER_NODE},
 }
-"""Pool name -> size, as in `components/settings.py`'s defaults (nvidia-01..03, ascend-01..02)."""
+"""Pool name -> size, as in `components/settings/model.py`'s defaults (nvidia-01..03,
+ascend-01..02)."""
 
 
 def ascend_pods_needed(total_replicas: int, weight: int, ratio: float) -> int:

@@ -8,7 +8,7 @@ Props arrive as the Pulumi engine sends them to a policy pack (pulumi_policy 1.2
 
 Policy config arrives the same way (JSON numbers become floats) and the SDK applies no schema
 defaults, so every key is read through `config_value` with the default declared here. The
-defaults equal those of `components/settings.py` (a test keeps them in step); the pack imports
+defaults equal those of `components/settings/model.py` (a test keeps them in step); the pack imports
 nothing from the project so it also runs as a stand-alone pack.
 """
 

@@ -37,7 +37,7 @@ from policies.common import (
 DEFAULT_POOL_LABEL = "pool"
 """Node label and taint key of the pools (`components.naming.POOL_LABEL`)."""
 DEFAULT_ACCELERATOR_POOLS = {"nvidia.com/gpu": "nvidia", "huawei.com/Ascend910": "ascend"}
-"""Extended resource -> pool name, as in `components/settings.py`'s defaults."""
+"""Extended resource -> pool name, as in `components/settings/model.py`'s defaults."""
 
 
 def accelerator_pools(config: Mapping[str, Any]) -> dict[str, str]:

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from components.settings import PROJECT
-from dualstack.mocks import RecordingMocks, Registered
-from dualstack.render import objects_of, run_program
+from dualstack.offline.mocks import RecordingMocks, Registered
+from dualstack.offline.render import objects_of, run_program
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

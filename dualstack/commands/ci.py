@@ -16,11 +16,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from dualstack.changes import ChangesError, changed_stacks
-from dualstack.ci_report import read_results, render, verdict
-from dualstack.gitlab_note import GitLabNoteError, MergeRequest, upsert_note
-from dualstack.project import find_root
-from dualstack.rollback_targets import decrease_targets, rollback_targets
+from dualstack.ci.gitlab_note import GitLabNoteError, MergeRequest, upsert_note
+from dualstack.ci.report import read_results, render, verdict
+from dualstack.repo.changes import ChangesError, changed_stacks
+from dualstack.repo.project import find_root
+from dualstack.step.rollback_targets import decrease_targets, rollback_targets
 
 GITLAB_TOKEN_VARIABLE = "GITLAB_API_TOKEN"
 """CI/CD variable holding a project access token (`api` scope) for the merge-request note."""

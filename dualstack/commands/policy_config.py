@@ -7,14 +7,14 @@ import sys
 from pathlib import Path
 
 from components.settings import load_settings
-from dualstack.output_paths import check_output_file
-from dualstack.policy_config import (
+from dualstack.commands.output_paths import check_output_file
+from dualstack.offline.policy_config import (
     base_settings_at,
     pack_config,
     read_deployed_weight,
     write_config,
 )
-from dualstack.project import UsageError, find_root, load_stack_config
+from dualstack.repo.project import UsageError, find_root, load_stack_config
 
 
 def weight(text: str) -> int:

@@ -1,6 +1,6 @@
 """`dualstack precision-check`: compare the answers of the NVIDIA and the Ascend backend.
 
-The same checker the in-cluster Job runs (`dualstack.precision_check`), with the same flags;
+The same checker the in-cluster Job runs (`precision_check`), with the same flags;
 run it against both direct Services, e.g. through `kubectl port-forward`.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from dualstack import precision_check as checker
+import precision_check as checker
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

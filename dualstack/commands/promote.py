@@ -8,25 +8,25 @@ from pathlib import Path
 
 from components.settings import Settings, SettingsError, load_settings
 from dualstack.commands.gate import add_gate_arguments, run_gate
-from dualstack.deployed import deployed_weight
-from dualstack.gate import GateReport
-from dualstack.gate_report import format_markdown, verdict
-from dualstack.gitops import (
+from dualstack.commands.output_paths import check_output_file
+from dualstack.gate.criteria import GateReport
+from dualstack.gate.report import format_markdown, verdict
+from dualstack.offline.policy_config import StackOutputError
+from dualstack.offline.policy_run import PolicyResult
+from dualstack.offline.preview import Preview, build_preview, format_preview
+from dualstack.pulumi_cli import deployed_weight
+from dualstack.repo.baseref import default_base, describe
+from dualstack.repo.project import UsageError, find_root, load_stack_config
+from dualstack.repo.stackfile import read_config_at, stack_path
+from dualstack.step.pr_text import commit_message, promotion_body, promotion_title
+from dualstack.step.publish import (
     CommitPlan,
     choose_branch,
     commit_on_new_branch,
     commit_workspace,
     prepare_commit,
 )
-from dualstack.gitref import default_base, describe
-from dualstack.output_paths import check_output_file
-from dualstack.policy_config import StackOutputError
-from dualstack.policy_run import PolicyResult
-from dualstack.pr_text import commit_message, promotion_body, promotion_title
-from dualstack.preview import Preview, build_preview, format_preview
-from dualstack.project import UsageError, find_root, load_stack_config
-from dualstack.stackfile import read_config_at, stack_path
-from dualstack.weights import change_weight, restore_stack_file
+from dualstack.step.weights import change_weight, restore_stack_file
 
 
 def add_pr_arguments(parser: argparse.ArgumentParser) -> None:

@@ -7,19 +7,19 @@ import sys
 from pathlib import Path
 
 from components.settings import SettingsError, load_settings
+from dualstack.commands.output_paths import check_output_file
 from dualstack.commands.promote import add_pr_arguments, commit_plan, policy_refusal, publish
-from dualstack.emergency import instructions
-from dualstack.gitops import CommitPlan, choose_branch, commit_workspace
-from dualstack.gitref import default_base
-from dualstack.output_paths import check_output_file
-from dualstack.policy_run import PolicyResult, blocking
-from dualstack.pr_text import rollback_body, rollback_title
-from dualstack.preview import Side, build_preview, check_policies, format_preview
-from dualstack.project import find_root, load_stack_config
-from dualstack.render import RenderError, render
-from dualstack.stackfile import StackFileError, stack_path
-from dualstack.validate import SchemaError
-from dualstack.weights import change_weight, restore_stack_file, rollback_target
+from dualstack.offline.policy_run import PolicyResult, blocking
+from dualstack.offline.preview import Side, build_preview, check_policies, format_preview
+from dualstack.offline.render import RenderError, render
+from dualstack.offline.schemas import SchemaError
+from dualstack.repo.baseref import default_base
+from dualstack.repo.project import find_root, load_stack_config
+from dualstack.repo.stackfile import StackFileError, stack_path
+from dualstack.step.emergency import instructions
+from dualstack.step.pr_text import rollback_body, rollback_title
+from dualstack.step.publish import CommitPlan, choose_branch, commit_workspace
+from dualstack.step.weights import change_weight, restore_stack_file, rollback_target
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from components.settings import Settings, SettingsError, load_settings
-from dualstack.deployed import Deployed, deployed_weight
-from dualstack.gitref import default_base, describe
-from dualstack.project import find_root, load_stack_config
-from dualstack.stackfile import StackFileError, read_config_at
-from dualstack.weights import ladder_text
+from dualstack.pulumi_cli import Deployed, deployed_weight
+from dualstack.repo.baseref import default_base, describe
+from dualstack.repo.project import find_root, load_stack_config
+from dualstack.repo.stackfile import StackFileError, read_config_at
+from dualstack.step.weights import ladder_text
 
 
 def stack_names(root: Path) -> list[str]:

@@ -14,11 +14,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from components.precision_settings import PrecisionCheckSettings
+import precision_check as checker
 from components.settings import load_settings
-from dualstack import precision_check as checker
-from dualstack.project import UsageError, find_root, load_stack_config
-from dualstack.stackfile import StackFileError, set_config_value, stack_path
+from components.settings.precision import PrecisionCheckSettings
+from dualstack.repo.project import UsageError, find_root, load_stack_config
+from dualstack.repo.stackfile import StackFileError, set_config_value, stack_path
 
 KEY = "verifiedAscendImage"
 FLOOR = 90.0

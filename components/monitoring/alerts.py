@@ -1,0 +1,190 @@
+"""Alerting rules of the unified monitoring (pure functions: settings -> rule dicts).
+
+Thresholds come from `Settings.slo`, the same numbers the promotion gate uses: Ascend's error
+ratio may exceed NVIDIA's by `errorRatioMargin`; Ascend's p99 may be `p99Factor` x NVIDIA's,
+or anything under `p99SloSeconds` when set. Every summary names the SOP to follow (the seed
+article's SOP 1, roll back to NVIDIA; SOP 2, the precision check) with the command to run.
+
+Cross-hardware comparisons use `on (namespace) group_left` so the alert keeps Ascend's labels
+(`A > on () B` would drop them: REFERENCE.md "Prometheus tooling").
+"""
+
+from __future__ import annotations
+
+from components.monitoring import metric_names as m
+from components.monitoring.accelerators import device_metric, device_scope, prices
+from components.monitoring.promql import number, selector
+from components.monitoring.rules import Rule, static_labels
+from components.settings import HARDWARE, Hardware, Settings
+from components.settings.monitoring import AlertSettings
+
+
+def sop_rollback(stack: str) -> str:
+    """The SOP 1 instruction (README "Emergency SOP"): `dualstack rollback`, then the targeted
+    `pulumi up` it prints, which moves the traffic split before anything else."""
+    return (
+        f"SOP 1, roll back to NVIDIA: run `dualstack rollback --stack {stack}`, then the "
+        f"targeted `pulumi up --stack {stack} --target ...` it prints"
+    )
+
+
+def _alert(
+    name: str,
+    expr: str,
+    settings: Settings,
+    config: AlertSettings,
+    hardware: Hardware,
+    summary: str,
+    description: str,
+) -> Rule:
+    annotations = {"summary": summary, "description": description}
+    if settings.monitoring.alerts.runbook_url:
+        annotations["runbook_url"] = settings.monitoring.alerts.runbook_url
+    return {
+        "alert": name,
+        "expr": expr,
+        "for": config.duration,
+        "labels": {"severity": config.severity, **static_labels(settings, hardware)},
+        "annotations": annotations,
+    }
+
+
+def _series(name: str, settings: Settings, hardware: Hardware) -> str:
+    return selector(name, {"hardware": hardware, "namespace": settings.namespace})
+
+
+def error_ratio_alert(settings: Settings, stack: str) -> Rule:
+    """Ascend's 5xx ratio above NVIDIA's + margin; above the margin alone when NVIDIA has no
+    traffic (at weight 100 the baseline is 0)."""
+    ascend = _series(m.ERROR_RATIO, settings, "ascend")
+    nvidia = _series(m.ERROR_RATIO, settings, "nvidia")
+    margin = number(settings.slo.error_ratio_margin)
+    pp = round(settings.slo.error_ratio_margin * 100, 6)
+    points = f"{pp:g} percentage point{'' if pp == 1 else 's'}"
+    expr = (
+        f"{ascend}\n  > on (namespace) group_left ()\n({nvidia} + {margin})\n"
+        f"or\n{ascend} > {margin}\n  unless on (namespace)\n{nvidia}"
+    )
+    return _alert(
+        "AscendErrorRatioAboveNvidia",
+        expr,
+        settings,
+        settings.monitoring.alerts.ascend_error_ratio,
+        "ascend",
+        f"Ascend 5xx ratio exceeds NVIDIA's by more than {points} in {settings.namespace}: "
+        f"{sop_rollback(stack)}.",
+        "Ascend answers {{ $value | humanizePercentage }} of requests with 5xx "
+        f"(allowed: NVIDIA's ratio, 0 without NVIDIA traffic, + {points}).",
+    )
+
+
+def latency_alert(settings: Settings, stack: str) -> Rule:
+    """Ascend's p99 above `p99Factor` x NVIDIA's and, when `p99SloSeconds` is set, above it
+    (with no NVIDIA traffic the objective alone decides)."""
+    ascend = _series(m.LATENCY_P99, settings, "ascend")
+    nvidia = _series(m.LATENCY_P99, settings, "nvidia")
+    factor = number(settings.slo.p99_factor)
+    expr = f"{ascend}\n  > on (namespace) group_left ()\n({nvidia} * {factor})"
+    allowed = f"{factor} x NVIDIA's p99"
+    if settings.slo.p99_slo_seconds is not None:
+        slo = number(settings.slo.p99_slo_seconds)
+        expr = f"(\n{expr}\nor\n{ascend}\n  unless on (namespace)\n{nvidia}\n) > {slo}"
+        allowed += f" or {slo} s"
+    return _alert(
+        "AscendLatencyAboveNvidia",
+        expr,
+        settings,
+        settings.monitoring.alerts.ascend_latency,
+        "ascend",
+        f"Ascend p99 latency is above {allowed} in {settings.namespace}: {sop_rollback(stack)}.",
+        "Ascend p99 latency is {{ $value | humanizeDuration }}" + f" (allowed: {allowed}).",
+    )
+
+
+def precision_alert(settings: Settings, stack: str) -> Rule:
+    """The precision check of the served Ascend image, pushed for this stack's namespace (the
+    Job's Pushgateway grouping label `namespace`), completed and reported a failure. A run
+    that could not complete pushes passed=0 with completed=0: that is no precision verdict."""
+    image = settings.ascend.image
+    scope = {"ascend_image": image, "namespace": settings.namespace}
+    passed = selector(m.PRECISION_PASSED, scope)
+    completed = selector(m.PRECISION_COMPLETED, scope)
+    expr = f"{passed} == 0\n  and\n{completed} == 1"
+    return _alert(
+        "AscendPrecisionCheckFailed",
+        expr,
+        settings,
+        settings.monitoring.alerts.precision_check_failed,
+        "ascend",
+        f"Precision check (SOP 2) failed for the served Ascend image {image}: do not promote; "
+        f"while Ascend serves traffic, {sop_rollback(stack)}.",
+        "Ascend answers differ from NVIDIA's for the same requests; see the precision-check "
+        "report of this image.",
+    )
+
+
+def no_traffic_alert(settings: Settings, stack: str) -> Rule:
+    """Requests are served but none by Ascend while its configured weight is above 0."""
+    weight = selector(m.ASCEND_WEIGHT, {"namespace": settings.namespace})
+    share = selector(m.ASCEND_SHARE, {"namespace": settings.namespace})
+    return _alert(
+        "AscendNoTraffic",
+        f"{weight} > 0\n  and on (namespace)\n{share} == 0",
+        settings,
+        settings.monitoring.alerts.ascend_no_traffic,
+        "ascend",
+        f"No request reaches Ascend in {settings.namespace} although its configured weight is "
+        "{{ $value | humanizePercentage }}: " + f"{sop_rollback(stack)}.",
+        "Check that the DestinationRule subset `ascend` selects ready pods "
+        "(istioctl analyze IST0101/IST0173) and that the VirtualService was applied. After a "
+        "break-glass `kubectl patch` of the VirtualService, apply the rollback commit so this "
+        "rule's configured weight follows.",
+    )
+
+
+def chip_alert(settings: Settings, stack: str) -> Rule:
+    """An NPU chip used by the namespace's pods reports health_status != 1."""
+    npu = settings.monitoring.npu
+    health = selector(npu.health, {npu.namespace_label: settings.namespace})
+    return _alert(
+        "NpuChipUnhealthy",
+        f"{health} != 1",
+        settings,
+        settings.monitoring.alerts.npu_chip_unhealthy,
+        "ascend",
+        f"An NPU chip used by {settings.namespace} is unhealthy: if Ascend errors rise, "
+        f"{sop_rollback(stack)}.",
+        f"Chip {{{{ $labels.{npu.chip_label} }}}} ({{{{ $labels.{npu.model_label} }}}}) "
+        "reports health status {{ $value }} (1 = healthy); check it with `npu-smi info`.",
+    )
+
+
+def unpriced_alert(settings: Settings, hardware: Hardware) -> Rule | None:
+    """Assigned devices of a model without a price (cost understated); None without prices."""
+    priced = sorted(prices(settings, hardware))
+    if not priced:
+        return None
+    metric, model_label = device_metric(settings, hardware)
+    matchers = [*device_scope(settings, hardware), *((model_label, "!=", p) for p in priced)]
+    return _alert(
+        "AcceleratorUnpriced",
+        f"count by ({model_label}) ({selector(metric, matchers)})",
+        settings,
+        settings.monitoring.alerts.accelerator_unpriced,
+        hardware,
+        f"{hardware} accelerators of a model without a price: cost is understated; add the "
+        f"model to `monitoring.prices.{hardware}`.",
+        "{{ $value }} devices of model " + f"{{{{ $labels.{model_label} }}}} have no price.",
+    )
+
+
+def alert_rules(settings: Settings, stack: str) -> list[Rule]:
+    """Every alerting rule of the stack; `stack` is named in the SOP commands."""
+    rules = [
+        error_ratio_alert(settings, stack),
+        latency_alert(settings, stack),
+        precision_alert(settings, stack),
+        no_traffic_alert(settings, stack),
+        chip_alert(settings, stack),
+    ]
+    return rules + [r for hw in HARDWARE if (r := unpriced_alert(settings, hw)) is not None]

@@ -1,0 +1,55 @@
+"""The stack's settings as one package; `components.settings` keeps every public name.
+
+- `model`: the `Settings` tree, `load_settings()` and `SettingsError` (one line per bad key);
+- `base`: `ConfigModel`, the frozen, `extra="forbid"`, camelCase base of every model;
+- `images`: image references (`repository[:tag][@sha256:digest]`);
+- one module per area: `slo`, `monitoring`, `precision`, `policy`.
+"""
+
+from components.settings.images import parse_image
+from components.settings.model import (
+    HARDWARE,
+    PROJECT,
+    TOTAL_WEIGHT,
+    AscendSettings,
+    CapacitySettings,
+    DnsLabel,
+    Hardware,
+    HardwareSettings,
+    Image,
+    IstioSettings,
+    NvidiaSettings,
+    Percent,
+    PoolSettings,
+    ProbeSettings,
+    ResourceSettings,
+    ServiceSettings,
+    Settings,
+    SettingsError,
+    TaintSettings,
+    load_settings,
+)
+
+__all__ = [
+    "HARDWARE",
+    "PROJECT",
+    "TOTAL_WEIGHT",
+    "AscendSettings",
+    "CapacitySettings",
+    "DnsLabel",
+    "Hardware",
+    "HardwareSettings",
+    "Image",
+    "IstioSettings",
+    "NvidiaSettings",
+    "Percent",
+    "PoolSettings",
+    "ProbeSettings",
+    "ResourceSettings",
+    "ServiceSettings",
+    "Settings",
+    "SettingsError",
+    "TaintSettings",
+    "load_settings",
+    "parse_image",
+]

@@ -1,0 +1,180 @@
+"""Settings of the precision check (stack config key `precisionCheck`).
+
+The comparison fields default to the checker's own defaults (`precision_check.
+DEFAULTS`), so the in-cluster Job, `dualstack precision-check` and `dualstack
+verify-precision` check the same thing unless a stack says otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from components.settings.base import ConfigModel
+from components.settings.images import parse_image
+from precision_check import DEFAULTS, CheckError, Prompt, parse_prompts
+
+# Five cron fields (minute hour day-of-month month day-of-week) or a @macro, as CronJob takes.
+_CRON = r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|(\S+\s+){4}\S+)$"
+_QUANTITY = r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|k|M|G)?$"
+
+Quantity = Annotated[str, Field(pattern=_QUANTITY)]
+
+JOB_IMAGE = "python:3.12.7-slim-bookworm"
+"""The Job's default image: the Docker Hub `python` release 3.12.7 on Debian 12, one fixed
+release (`3.12-slim` moves with every patch release). Debian-based, so uid 65534 is `nobody`."""
+
+CHECK_FIELDS = {
+    "mode": "mode",
+    "min_match_rate": "min_match_rate",
+    "prefix_length": "prefix_length",
+    "prefix_unit": "prefix_unit",
+    "tolerance": "logprob_tolerance",
+    "endpoint": "endpoint",
+    "model": "model",
+    "max_tokens": "max_tokens",
+    "seed": "seed",
+    "concurrency": "concurrency",
+    "timeout": "timeout_seconds",
+    "retries": "retries",
+    "deadline": "deadline_seconds",
+}
+"""Checker `Options` field -> the `PrecisionCheckSettings` attribute that sets it."""
+
+
+class CheckResources(ConfigModel):
+    """CPU and memory of the check's container (Kubernetes quantities): it only waits on
+    HTTP, so 100m and 64Mi requests suffice."""
+
+    cpu_request: Quantity = Field("100m", description="CPU request.")
+    memory_request: Quantity = Field("64Mi", description="Memory request.")
+    cpu_limit: Quantity = Field("500m", description="CPU limit.")
+    memory_limit: Quantity = Field("256Mi", description="Memory limit.")
+
+
+class PrecisionCheckSettings(ConfigModel):
+    """How the precision check compares both backends, and how its Job runs."""
+
+    enabled: bool = Field(True, description="Render the precision-check ConfigMap and Job.")
+    mode: Literal["exact", "prefix", "logprobs"] = Field(
+        DEFAULTS["mode"], description="Comparison: identical text, prefix, or logprobs."
+    )
+    min_match_rate: float = Field(
+        DEFAULTS["min_match_rate"],
+        gt=0,
+        le=100,
+        description="% of prompts that must match; above 0, or a check passes with no match.",
+    )
+    prefix_length: int = Field(
+        DEFAULTS["prefix_length"], ge=1, description="prefix mode: leading units that must agree."
+    )
+    prefix_unit: Literal["chars", "tokens"] = Field(
+        DEFAULTS["prefix_unit"], description="prefix mode: characters or backend tokens."
+    )
+    logprob_tolerance: float = Field(
+        DEFAULTS["tolerance"], gt=0, description="logprobs mode: largest absolute difference."
+    )
+    endpoint: Literal["completions", "chat"] = Field(
+        DEFAULTS["endpoint"], description="OpenAI API: /v1/completions or /v1/chat/completions."
+    )
+    model: str | None = Field(DEFAULTS["model"], description="`model` field of each request.")
+    max_tokens: int = Field(
+        DEFAULTS["max_tokens"], ge=1, le=4096, description="Tokens generated per prompt."
+    )
+    seed: int | None = Field(DEFAULTS["seed"], description="`seed` of each request; null: none.")
+    concurrency: int = Field(
+        DEFAULTS["concurrency"], ge=1, le=64, description="Requests in flight per backend."
+    )
+    timeout_seconds: float = Field(
+        DEFAULTS["timeout"], gt=0, description="Seconds to wait for one answer."
+    )
+    retries: int = Field(
+        DEFAULTS["retries"], ge=0, le=10, description="Retries on connect errors, HTTP 5xx/429."
+    )
+    deadline_seconds: float = Field(
+        DEFAULTS["deadline"], gt=0, description="Seconds for the whole check."
+    )
+    prompts: tuple[str, ...] | None = Field(
+        None, min_length=1, description="Prompts to check (all different); null: built-in set."
+    )
+    image: str = Field(
+        JOB_IMAGE,
+        min_length=1,
+        description="Image of the Job (stdlib Python 3.11+), pinned by release tag or digest.",
+    )
+    backoff_limit: int = Field(
+        2, ge=0, le=10, description="Job retries of a pod that could not complete (exit 2)."
+    )
+    active_deadline_seconds: int = Field(
+        900, ge=1, description="Seconds before Kubernetes stops the Job; above deadlineSeconds."
+    )
+    ttl_seconds_after_finished: int = Field(
+        86400, ge=0, description="Seconds a finished Job (and its logs) is kept."
+    )
+    schedule: str | None = Field(
+        None, description="Cron schedule of a periodic re-check (a CronJob); null: none."
+    )
+    pushgateway_url: Annotated[str, Field(pattern=r"^https?://[^/\s]+")] | None = Field(
+        None, description="Pushgateway the Job pushes precision_check_* metrics to."
+    )
+    istio_sidecar: bool = Field(
+        False,
+        description="Let Istio inject a sidecar into the check's pod (needs native sidecars, "
+        "or the Job never completes).",
+    )
+    resources: CheckResources = Field(default_factory=CheckResources)
+
+    @field_validator("prompts")
+    @classmethod
+    def _prompts_differ(cls, prompts: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if prompts is not None:
+            try:
+                parse_prompts(list(prompts), "prompts")
+            except CheckError as exc:
+                raise ValueError(str(exc)) from None
+        return prompts
+
+    @field_validator("image")
+    @classmethod
+    def _image_is_pinned(cls, image: str) -> str:
+        _repository, tag, digest = parse_image(image)
+        if digest is None and tag in (None, "latest"):
+            raise ValueError(
+                f"{'the moving tag latest' if tag else 'no tag or digest'}; pin a release tag "
+                f"or a digest, e.g. {JOB_IMAGE}"
+            )
+        return image
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, schedule: str | None) -> str | None:
+        if schedule is not None and not re.match(_CRON, schedule.strip()):
+            raise ValueError("expected five cron fields, e.g. '0 3 * * *', or a macro like @daily")
+        return schedule
+
+    @model_validator(mode="after")
+    def _job_outlives_check(self) -> PrecisionCheckSettings:
+        if self.active_deadline_seconds <= self.deadline_seconds:
+            raise ValueError(
+                f"activeDeadlineSeconds ({self.active_deadline_seconds}) must exceed "
+                f"deadlineSeconds ({self.deadline_seconds:g}), or Kubernetes kills the check "
+                "before it can report"
+            )
+        return self
+
+    def check_fields(self) -> dict[str, Any]:
+        """The comparison settings as `precision_check.Options` fields."""
+        return {field: getattr(self, attribute) for field, attribute in CHECK_FIELDS.items()}
+
+    @classmethod
+    def check_keys(cls) -> dict[str, str]:
+        """The stack config key under `precisionCheck` that sets each checker field, prompts
+        included: `{"timeout": "timeoutSeconds", "prompts": "prompts", ...}`."""
+        fields = {**CHECK_FIELDS, "prompts": "prompts"}
+        return {field: cls.model_fields[attribute].alias for field, attribute in fields.items()}
+
+    def prompt_list(self) -> list[Prompt] | None:
+        """The stack's prompts as checker prompts (`p01`, `p02`, ...); None: built-in set."""
+        return None if self.prompts is None else parse_prompts(list(self.prompts), "prompts")

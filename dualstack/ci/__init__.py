@@ -1,0 +1,1 @@
+"""Pipeline helpers: the PR report and the GitLab merge-request note."""

@@ -1,0 +1,1 @@
+"""The promotion gate: criteria, data bounds, the report and the Prometheus client."""

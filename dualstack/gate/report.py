@@ -1,0 +1,106 @@
+"""The gate's two renderings: a terminal table and a Markdown section for a PR description."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from dualstack.gate.criteria import Criterion, GateReport
+
+COLUMNS = ("Criterion", "Result", "Ascend", "NVIDIA", "Threshold")
+
+
+def timestamp(at: float) -> str:
+    """Unix seconds as RFC 3339 UTC: `2023-11-14T22:13:20Z`."""
+    return datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
+
+
+def verdict(report: GateReport) -> str:
+    """`PASSED` or `FAILED`."""
+    return "PASSED" if report.passed else "FAILED"
+
+
+def _result(criterion: Criterion) -> str:
+    return criterion.status if criterion.required else f"{criterion.status} (not required)"
+
+
+def _row(criterion: Criterion) -> tuple[str, ...]:
+    return (
+        criterion.title,
+        _result(criterion),
+        criterion.ascend,
+        criterion.nvidia or "-",
+        criterion.threshold,
+    )
+
+
+def weight_text(report: GateReport) -> str:
+    """The weight the data was taken at: `Ascend at 20%` when the recorded route weight and
+    the stack file agree, `data taken at 5% Ascend; the stack file says 20%` when they do
+    not, `Ascend at 20% per the stack file (no recorded route weight)` without a record."""
+    recorded = report.recorded_weight
+    if recorded is None:
+        return f"Ascend at {report.weight}% per the stack file (no recorded route weight)"
+    low, high = recorded
+    if low == high == report.weight:
+        return f"Ascend at {report.weight}%"
+    taken = f"{low}%" if low == high else f"{low}-{high}% (it changed in the window)"
+    return f"data taken at {taken} Ascend; the stack file says {report.weight}%"
+
+
+def _scope(report: GateReport) -> str:
+    return f"window {report.window} ending {timestamp(report.at)}, Prometheus {report.prometheus}"
+
+
+def _not_required_note(report: GateReport) -> str | None:
+    if all(c.required for c in report.criteria):
+        return None
+    return (
+        "Ascend serves 0% of traffic, so there is nothing to compare yet: the "
+        "traffic criteria are shown but not required, and this step rests on precision."
+    )
+
+
+def format_table(report: GateReport) -> str:
+    """The terminal report: a header, an aligned table, then one line of detail per criterion."""
+    rows = [COLUMNS, *(_row(c) for c in report.criteria)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+    lines = [
+        f"Promotion gate for stack {report.stack} (namespace {report.namespace}, "
+        f"{weight_text(report)}): {verdict(report)}",
+        "W" + _scope(report)[1:],
+        "",
+    ]
+    for row in rows:
+        lines.append(
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        )
+    lines.append("")
+    lines += [f"{c.title}: {c.status}: {c.detail}" for c in report.criteria]
+    note = _not_required_note(report)
+    if note:
+        lines.append(f"Note: {note}")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ") or " "
+
+
+def format_markdown(report: GateReport) -> str:
+    """A `### Promotion gate` section: verdict, scope, a table with each criterion's detail."""
+    lines = [
+        f"### Promotion gate: {verdict(report)}",
+        "",
+        f"Stack `{report.stack}` (namespace `{report.namespace}`, {weight_text(report)}), "
+        f"{_scope(report)}.",
+        "",
+        "| " + " | ".join((*COLUMNS, "Detail")) + " |",
+        "|" + "---|" * (len(COLUMNS) + 1),
+    ]
+    for criterion in report.criteria:
+        cells = (*_row(criterion), criterion.detail)
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    note = _not_required_note(report)
+    if note:
+        lines += ["", f"_{note}_"]
+    return "\n".join(lines) + "\n"

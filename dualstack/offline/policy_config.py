@@ -1,0 +1,196 @@
+"""The policy pack's config: built from a stack's settings and the deployed Ascend weight.
+
+A policy sees only the new inputs (REFERENCE.md, CrossGuard), so whatever it compares against
+comes through config. The same `pack_config()` feeds both paths:
+
+- online: `dualstack policy-config --stack prod --from-stack-output -o policy-config.json`, then
+  `pulumi preview --policy-pack policies --policy-pack-config policy-config.json`; the
+  previous weight is the DEPLOYED one (`pulumi stack output ascendWeight`), which beats git
+  history (reverts and skipped deploys make history unreliable);
+- offline: `dualstack preview --base REF` with the weight of the stack config at REF.
+
+What the change under review must not decide for itself comes from the BASE stack config (the
+config at `--base REF`, online and offline): the step limit of `no-unsafe-weight-jump`
+(`ladder`, `maxStep`) and the deployed Ascend image (`previousAscendImage`, which tells a
+rollback from an image change). Without a base they fall back to the head's config (ladder,
+maxStep) or stay absent (previousAscendImage: every weight > 0 then needs the precision check).
+
+The file's shape is Pulumi's `--policy-pack-config` format: `{"<policy>": {"<key>": value}}`,
+each policy getting only the keys its `PolicyConfigSchema` declares.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from components.naming import POOL_LABEL
+from components.settings import HARDWARE, TOTAL_WEIGHT, Settings, SettingsError, load_settings
+from dualstack.repo.stackfile import StackFileError, read_config_at
+from policies import POLICIES
+
+NOT_FROM_SETTINGS = frozenset({"verifiedAscendImage"})
+"""Schema keys `pack_config` leaves out on purpose: the program records the verified image as
+the Ascend Deployment's annotation `dualstack.io/verified-ascend-image`, one source for both
+paths; the key stays available to override it by hand."""
+
+
+class StackOutputError(RuntimeError):
+    """`pulumi stack output ascendWeight` failed or did not return a weight 0..100."""
+
+
+FROM_BASE = {"no-unsafe-weight-jump": frozenset({"ladder", "maxStep"})}
+"""Per policy, the config keys taken from the BASE settings when there is a base: the step
+limit is the deployed config's, so a change cannot widen its own step by editing the ladder or
+`policy.maxStep` in the stack file it brings."""
+
+
+def settings_facts(
+    settings: Settings, previous_weight: int | None, base: Settings | None = None
+) -> dict[str, Any]:
+    """Every policy config value the stack's settings determine, by config key.
+
+    `base` is the BASE (deployed) stack's settings, None without one; it gives
+    `previousAscendImage`. Keys whose value is None are left out: `previousWeight` (first
+    deploy), `maxStep` (not set), `previousAscendImage` (no base).
+    """
+    facts: dict[str, Any] = {
+        "ladder": list(settings.ladder),
+        "previousWeight": previous_weight,
+        "previousAscendImage": base.ascend.image if base is not None else None,
+        "maxStep": settings.policy.max_step,
+        "tagPattern": settings.policy.release_tag_pattern,
+        "nvidiaSubset": HARDWARE[0],
+        "ascendSubset": HARDWARE[1],
+        "totalWeight": TOTAL_WEIGHT,
+        "totalReplicas": settings.capacity.total_replicas,
+        "ascendCapacityRatio": settings.capacity.ascend_capacity_ratio,
+        "acceleratorPools": {
+            settings.hardware(hw).accelerator_resource: settings.hardware(hw).pool.name
+            for hw in HARDWARE
+        },
+        "poolLabel": POOL_LABEL,
+        "poolSizes": {
+            settings.hardware(hw).pool.name: {
+                "nodes": len(settings.hardware(hw).pool.nodes),
+                "acceleratorsPerNode": settings.hardware(hw).pool.accelerators_per_node,
+            }
+            for hw in HARDWARE
+        },
+        "driverHostPaths": sorted(
+            {path for hw in HARDWARE if (path := settings.hardware(hw).driver_host_path)}
+        ),
+    }
+    return {key: value for key, value in facts.items() if value is not None}
+
+
+def pack_config(
+    settings: Settings, previous_weight: int | None, base: Settings | None = None
+) -> dict[str, dict[str, Any]]:
+    """The `--policy-pack-config` content for a stack: {policy name: {config key: value}}.
+
+    `settings` is the head (the change judged); `previous_weight` the deployed Ascend weight in
+    % (None on a first deploy, when only 0 or the first ladder step may be deployed); `base`
+    the BASE stack's settings (None without a base), which give the keys in `FROM_BASE` and
+    `previousAscendImage`.
+    """
+    facts = settings_facts(settings, previous_weight, base)
+    base_facts = settings_facts(base, previous_weight, base) if base is not None else facts
+    config: dict[str, dict[str, Any]] = {}
+    for policy in POLICIES:
+        keys = policy.config_schema.properties if policy.config_schema else {}
+        from_base = FROM_BASE.get(policy.name, frozenset())
+        values = {}
+        for key in keys:
+            source = base_facts if key in from_base else facts
+            if key in source:
+                values[key] = source[key]
+        if values:
+            config[policy.name] = values
+    return config
+
+
+def base_settings_at(root: Path, stack: str, ref: str) -> Settings | None:
+    """The settings of `Pulumi.<stack>.yaml` at git `ref` (the base); None when the file did
+    not exist there (a new stack: nothing to take the step limit from).
+
+    Raises StackFileError when `ref` is not a commit, the file does not parse, or its config
+    no longer validates (fail closed: no config is written rather than one built from the
+    head's own step limit).
+    """
+    config = read_config_at(root, stack, ref)
+    if config is None:
+        return None
+    try:
+        return load_settings(config)
+    except SettingsError as exc:
+        raise StackFileError(
+            f"Pulumi.{stack}.yaml at {ref} (--base) does not validate, so it cannot give the "
+            f"step limit: {str(exc).splitlines()[0]}"
+        ) from None
+
+
+def parse_weight(text: str, source: str) -> int:
+    """The weight in `text` (JSON: `5`, or `5.0`). Raises StackOutputError naming `source`."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = text.strip()
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not float(value).is_integer() or not 0 <= value <= 100:
+        raise StackOutputError(f"{source} returned {text.strip()!r}, not a weight 0..100")
+    return int(value)
+
+
+def read_deployed_weight(
+    root: Path, stack: str, pulumi: str = "pulumi", timeout: float = 120
+) -> int:
+    """The deployed Ascend weight in %: `pulumi stack output ascendWeight --json --stack STACK`.
+
+    Runs the Pulumi CLI found on PATH as `pulumi` in `root` (its backend login and passphrase
+    come from the environment, as in any CI job). Raises StackOutputError when the CLI is
+    missing, fails (e.g. a stack never deployed: use `--first-deploy`), times out after
+    `timeout` seconds, or returns something that is not a weight.
+    """
+    executable = shutil.which(pulumi)
+    command = f"`pulumi stack output ascendWeight --stack {stack}`"
+    if executable is None:
+        raise StackOutputError(
+            f"the Pulumi CLI ({pulumi}) is not on PATH; pass --previous-weight N instead"
+        )
+    arguments = [executable, "stack", "output", "ascendWeight", "--json", "--stack", stack]
+    # Own process group: on a timeout the CLI and any plugin it started are killed together,
+    # so no child keeps the pipes open and the command cannot hang.
+    with subprocess.Popen(
+        arguments,
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    ) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise StackOutputError(f"{command} did not answer within {timeout:g} s") from None
+    if process.returncode != 0:
+        why = (stderr.strip() or stdout.strip() or "no output").splitlines()[-1]
+        raise StackOutputError(
+            f"{command} failed: {why} (a stack never deployed has no output: use --first-deploy)"
+        )
+    return parse_weight(stdout, command)
+
+
+def write_config(config: dict[str, Any], output: Path | None) -> str:
+    """The config as JSON text (sorted keys), also written to `output` when given."""
+    text = json.dumps(config, indent=2, sort_keys=True) + "\n"
+    if output is not None:
+        output.write_text(text, encoding="utf-8")
+    return text

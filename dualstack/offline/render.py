@@ -1,0 +1,151 @@
+"""The offline render: run the Pulumi program under mocks and list the Kubernetes objects.
+
+No cluster and no Pulumi CLI are needed: `pulumi.runtime.set_mocks` answers every
+registration, and the recorded inputs are the objects `pulumi up` would send. Objects come out
+sorted by (kind, namespace, name), whole-number floats back to int, and NodePatches as
+`kind: Node` objects carrying only the name, labels and taints they set.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from components.settings import PROJECT, Settings, load_settings
+
+if TYPE_CHECKING:
+    from dualstack.offline.mocks import Registered
+
+KUBERNETES_PREFIX = "kubernetes:"
+TOP_LEVEL_ORDER = ("apiVersion", "kind", "metadata")
+
+
+class RenderError(RuntimeError):
+    """The program registered something the real provider would refuse (no name, duplicates)."""
+
+
+def config_strings(config: Mapping[str, Any]) -> dict[str, str]:
+    """Stack-file values as the Pulumi engine hands them over: strings, JSON for structures."""
+    return {
+        key: value if isinstance(value, str) else json.dumps(value) for key, value in config.items()
+    }
+
+
+def run_program(config: Mapping[str, Any], stack: str) -> list[Registered]:
+    """Run `components.stack.main()` under mocks with `config`; the resources it registered.
+
+    Raises pulumi.RunError (invalid config) or whatever the program raises.
+    """
+    # Imported here, not at the top: pulumi and pulumi_kubernetes take most of a second to
+    # import, and commands that never render (status, ci, --help) should not pay for them.
+    import pulumi
+
+    from components.stack import main
+    from dualstack.offline.mocks import RecordingMocks
+
+    mocks = RecordingMocks()
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=True)
+    pulumi.runtime.set_all_config(config_strings(config))
+    pulumi.runtime.test(main)()
+    return mocks.resources
+
+
+def whole_numbers(value: Any) -> Any:
+    """Recursively turn floats with no fractional part into ints (mocks send 4.0 for 4)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: whole_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [whole_numbers(v) for v in value]
+    return value
+
+
+def canonical(value: Any, first: tuple[str, ...] = ("name", "record", "alert")) -> Any:
+    """Keys in a stable order at every depth: `first` keys, then the rest alphabetically.
+
+    `record` / `alert` lead so a Prometheus rule reads (and diffs) under its name.
+
+    Mocked registration hands inputs over in no fixed key order; a stable order makes the
+    render byte-for-byte repeatable and its diffs minimal.
+    """
+    if isinstance(value, dict):
+        keys = [k for k in first if k in value] + sorted(k for k in value if k not in first)
+        return {k: canonical(value[k]) for k in keys}
+    if isinstance(value, list):
+        return [canonical(v) for v in value]
+    return value
+
+
+def to_object(resource: Registered) -> dict[str, Any]:
+    """The Kubernetes object a recorded resource stands for.
+
+    Raises RenderError when it has no `metadata.name` (mocks accept that; the API does not).
+    """
+    inputs = whole_numbers(resource.inputs)
+    metadata = inputs.get("metadata") or {}
+    if not metadata.get("name"):
+        raise RenderError(f"{resource.type_} {resource.name!r} has no metadata.name")
+    if resource.type_.endswith("Patch") and inputs.get("kind") == "Node":
+        node = {"name": metadata["name"], "labels": metadata.get("labels", {})}
+        taints = (inputs.get("spec") or {}).get("taints", [])
+        inputs = {"apiVersion": "v1", "kind": "Node", "metadata": node, "spec": {"taints": taints}}
+    return canonical(inputs, first=TOP_LEVEL_ORDER)
+
+
+def sort_key(obj: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(kind, namespace, name): the render order."""
+    meta = obj.get("metadata", {})
+    return (obj.get("kind", ""), meta.get("namespace", ""), meta.get("name", ""))
+
+
+def objects_of(resources: list[Registered]) -> list[dict[str, Any]]:
+    """Sorted Kubernetes objects of the recorded custom resources.
+
+    Raises RenderError when two objects share kind, namespace and name.
+    """
+    objects = [
+        to_object(r) for r in resources if r.custom and r.type_.startswith(KUBERNETES_PREFIX)
+    ]
+    objects.sort(key=sort_key)
+    for first, second in itertools.pairwise(objects):
+        if sort_key(first) == sort_key(second):
+            raise RenderError("two objects are both {} {}/{}".format(*sort_key(first)))
+    return objects
+
+
+def render(config: Mapping[str, Any], stack: str) -> tuple[Settings, list[dict[str, Any]]]:
+    """Validate `config`, run the program and return (settings, sorted objects).
+
+    Raises SettingsError (before anything is registered) or RenderError.
+    """
+    settings = load_settings(config, PROJECT)
+    return settings, objects_of(run_program(config, stack))
+
+
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # libyaml when PyYAML has it
+    """Block-style YAML; multi-line strings (scripts, rule expressions) as literal blocks."""
+
+
+def _str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def to_yaml(objects: list[dict[str, Any]]) -> str:
+    """Multi-document YAML, one document per object, keys in render order."""
+    return yaml.dump_all(objects, Dumper=_Dumper, sort_keys=False, default_flow_style=False)
+
+
+def file_name(obj: Mapping[str, Any]) -> str:
+    """File name for `render --output DIR`: `<kind>-<namespace>-<name>.yaml`, lowercase."""
+    kind, namespace, name = sort_key(obj)
+    parts = [kind.lower(), namespace, name] if namespace else [kind.lower(), name]
+    return "-".join(parts) + ".yaml"

@@ -1,0 +1,115 @@
+"""Schema validation of rendered objects, offline.
+
+- Core Kubernetes kinds: `kubernetes-validate` in strict mode (the official OpenAPI schemas;
+  strict rejects misspelt fields).
+- Istio and prometheus-operator CRDs: the official CRD JSON schemas vendored in
+  `dualstack/offline/crd_schemas/` (datreeio/CRDs-catalog; provenance in its README), checked with
+  jsonschema's Draft7Validator after the same `nullable` / preserve-unknown-fields adaptation
+  as `shared/schemas/validate_crd.py`.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable, Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft7Validator
+from jsonschema.exceptions import best_match
+
+CRD_SCHEMAS = Path(__file__).with_name("crd_schemas")
+KUBERNETES_VERSION = "1.32"
+"""Kubernetes API version the core objects are checked against (kubectl 1.32 here)."""
+
+
+class SchemaError(ValueError):
+    """One or more rendered objects do not match their schema; one line per object."""
+
+
+def _adapt(node: Any) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _adapt(item)
+        return
+    if not isinstance(node, dict):
+        return
+    if node.get("nullable") is True and isinstance(node.get("type"), str):
+        node["type"] = [node["type"], "null"]
+    if node.get("x-kubernetes-preserve-unknown-fields") is True:
+        node.pop("additionalProperties", None)
+    for value in node.values():
+        _adapt(value)
+
+
+@cache
+def crd_validator(api_version: str, kind: str) -> Draft7Validator | None:
+    """Validator for a CRD kind at an apiVersion; None when the group is not vendored."""
+    group, _, version = api_version.rpartition("/")
+    folder = CRD_SCHEMAS / group
+    if not group or not folder.is_dir():
+        return None
+    path = folder / f"{kind.lower()}_{version}.json"
+    if not path.is_file():
+        raise SchemaError(f"{kind} at {api_version}: no schema for this version in {folder}")
+    schema = copy.deepcopy(json.loads(path.read_text(encoding="utf-8")))
+    _adapt(schema)
+    return Draft7Validator(schema)
+
+
+def is_core(obj: Mapping[str, Any]) -> bool:
+    """True for built-in kinds (core, apps, policy, batch, ...): groups without a dot."""
+    group = obj.get("apiVersion", "").rpartition("/")[0]
+    return "." not in group or group.endswith(".k8s.io")
+
+
+@cache
+def _kubernetes_validate() -> Any:
+    """kubernetes_validate, imported on first use (slow; only rendering commands need it),
+    with its schema reads memoised.
+
+    kubernetes-validate 1.3x re-reads and re-parses the JSON schema files, including the
+    large `_definitions.json`, for every object it validates (`utils.schema_contents`);
+    validating one render read the same files 30 times, a quarter of `render`'s time. The
+    files never change while the process runs, and the parsed schemas are only read.
+    """
+    import kubernetes_validate
+    import kubernetes_validate.utils as utils
+
+    if not hasattr(utils.schema_contents, "cache_info"):
+        utils.schema_contents = cache(utils.schema_contents)
+    return kubernetes_validate
+
+
+def object_errors(obj: Mapping[str, Any], k8s_version: str = KUBERNETES_VERSION) -> list[str]:
+    """Schema errors of one object as `path: message` strings; [] when it is valid."""
+    if is_core(obj):
+        kubernetes_validate = _kubernetes_validate()
+        try:
+            kubernetes_validate.validate(dict(obj), k8s_version, strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            path = ".".join(str(p) for p in exc.path) or "(root)"
+            return [f"{path}: {exc.message}"]
+        return []
+    validator = crd_validator(obj.get("apiVersion", ""), obj.get("kind", ""))
+    if validator is None:
+        return []
+    error = best_match(validator.iter_errors(dict(obj)))
+    if error is None:
+        return []
+    path = ".".join(str(p) for p in error.absolute_path) or "(root)"
+    return [f"{path}: {error.message}"]
+
+
+def validate_objects(
+    objects: Iterable[Mapping[str, Any]], k8s_version: str = KUBERNETES_VERSION
+) -> None:
+    """Check every object; raises SchemaError listing `Kind/name: path: message` lines."""
+    problems = []
+    for obj in objects:
+        name = f"{obj.get('kind')}/{obj.get('metadata', {}).get('name')}"
+        problems += [f"{name}: {error}" for error in object_errors(obj, k8s_version)]
+    if problems:
+        raise SchemaError("\n".join(problems))

@@ -1,0 +1,1 @@
+"""The GitOps repo: the one git runner, stack files, base refs and change detection."""

@@ -1,0 +1,75 @@
+"""Locating the GitOps repo and loading a stack's config with command-line overrides."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from components.settings import PROJECT
+from dualstack.repo.stackfile import read_config
+
+
+class UsageError(ValueError):
+    """A command-line value is malformed (e.g. `--set` without `=`)."""
+
+
+def find_root(start: Path | None = None) -> Path:
+    """The nearest folder at or above `start` (default: cwd) holding `Pulumi.yaml`.
+
+    Raises UsageError when there is none.
+    """
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "Pulumi.yaml").is_file():
+            return folder
+    raise UsageError(f"no Pulumi.yaml in {here} or above; run inside the repo or pass --cwd")
+
+
+def _value(text: str) -> Any:
+    """A `--set` value: JSON for lists and mappings (`["a","b"]`), otherwise the string."""
+    if text[:1] and text[0] in "[{":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"--set value {text!r} is not valid JSON: {exc.msg}") from None
+    return text
+
+
+def apply_overrides(config: dict[str, Any], assignments: Iterable[str]) -> dict[str, Any]:
+    """Config with `key=value` overrides applied; `a.b=v` sets one field of a structured key.
+
+    Like `pulumi config set --path`: a nested assignment changes that field only, and the
+    settings model merges the rest onto its defaults. Scalars stay strings, as `pulumi config
+    set` stores them; values starting with `[` or `{` are JSON (`ascend.pool.nodes=["a-1"]`).
+    Raises UsageError on an assignment without `=`, an empty key or malformed JSON.
+    """
+    result = copy.deepcopy(config)
+    for assignment in assignments:
+        key, sep, text = assignment.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--set {assignment!r}: expected KEY=VALUE, e.g. ascendWeight=20")
+        top, *path = key.strip().split(".")
+        full = f"{PROJECT}:{top}"
+        value = _value(text)
+        if not path:
+            result[full] = value
+            continue
+        node = result.setdefault(full, {})
+        if isinstance(node, str) and node[:1] == "{":
+            node = result[full] = json.loads(node)
+        if not isinstance(node, dict):
+            raise UsageError(f"--set {assignment!r}: {top} is not a structured key")
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise UsageError(f"--set {assignment!r}: {part} is not a structured key")
+        node[path[-1]] = value
+    return result
+
+
+def load_stack_config(root: Path, stack: str, overrides: Iterable[str] = ()) -> dict[str, Any]:
+    """`Pulumi.<stack>.yaml`'s config with `--set` overrides applied."""
+    return apply_overrides(read_config(root, stack), overrides)

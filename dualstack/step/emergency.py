@@ -1,0 +1,122 @@
+"""What to run after a rollback, fastest first: a targeted `pulumi up`, then break-glass.
+
+Resource URNs follow Pulumi's scheme `urn:pulumi:<stack>::<project>::<parent types joined by
+$>$<type>::<name>` (pulumi.com/docs/concepts/resources/names/#urns). The chain and names here
+mirror `components/stack.py` (top component `inference`), `components/traffic.py`
+(`<name>-traffic`, `<name>-virtual-service`) and `components/workloads.py` (`<name>-<hw>`,
+`<name>-deployment`) and `components/monitoring/component.py` (`<name>-monitoring`, `<name>-rules`);
+tests check them against a render.
+
+A `kubectl patch` of the VirtualService acts at once but is overwritten by the next GitOps
+apply unless the same change lands in git (REFERENCE.md: the seed article's error).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from components.settings import HARDWARE, PROJECT, Hardware, Settings
+from components.traffic import route_weights
+from components.workloads import replicas_for
+
+TOP = ("dualstack:index:DualStackInference", "inference")
+TRAFFIC_TYPE = "dualstack:index:TrafficSplit"
+WORKLOAD_TYPE = "dualstack:index:InferenceWorkload"
+MONITORING_TYPE = "dualstack:index:UnifiedMonitoring"
+
+
+def urn(stack: str, types: tuple[str, ...], name: str) -> str:
+    """`urn:pulumi:<stack>::<project>::<type$type$...>::<name>`."""
+    return f"urn:pulumi:{stack}::{PROJECT}::{'$'.join(types)}::{name}"
+
+
+def virtual_service_urn(settings: Settings, stack: str) -> str:
+    """URN of the VirtualService that splits traffic."""
+    top_type, top = TOP
+    kind = f"kubernetes:{settings.istio.api_version}:VirtualService"
+    return urn(stack, (top_type, TRAFFIC_TYPE, kind), f"{top}-traffic-virtual-service")
+
+
+def deployment_urn(stack: str, hardware: Hardware) -> str:
+    """URN of one backend's Deployment."""
+    top_type, top = TOP
+    types = (top_type, WORKLOAD_TYPE, "kubernetes:apps/v1:Deployment")
+    return urn(stack, types, f"{top}-{hardware}-deployment")
+
+
+def prometheus_rule_urn(stack: str) -> str:
+    """URN of the monitoring PrometheusRule (it records the configured weight)."""
+    top_type, top = TOP
+    types = (top_type, MONITORING_TYPE, "kubernetes:monitoring.coreos.com/v1:PrometheusRule")
+    return urn(stack, types, f"{top}-monitoring-rules")
+
+
+def targeted_up(before: Settings, after: Settings, stack: str) -> str:
+    """`pulumi up --stack S --target <VirtualService>`; NVIDIA's Deployment is targeted too
+    when the rollback needs more NVIDIA pods (leaving 100%), so capacity comes first: the
+    VirtualService depends on the workloads, and Pulumi waits for the rollout. With monitoring
+    on, the PrometheusRule follows, so its recorded weight matches the routes (else the
+    AscendNoTraffic alert fires on the old weight)."""
+    targets = [virtual_service_urn(after, stack)]
+    if replicas_for(after, "nvidia") > replicas_for(before, "nvidia"):
+        targets.insert(0, deployment_urn(stack, "nvidia"))
+    if after.monitoring.enabled:
+        targets.append(prometheus_rule_urn(stack))
+    flags = " ".join(f"--target {shlex.quote(t)}" for t in targets)
+    return f"pulumi up --stack {shlex.quote(stack)} {flags}"
+
+
+def weight_patch(settings: Settings) -> list[dict]:
+    """JSON patch setting the split to `settings.ascend_weight`, guarded by `test` ops that
+    check each route still points at the subset we expect (else kubectl changes nothing)."""
+    weights = route_weights(settings.ascend_weight)
+    tests = [
+        {"op": "test", "path": f"/spec/http/0/route/{i}/destination/subset", "value": hw}
+        for i, hw in enumerate(HARDWARE)
+    ]
+    sets = [
+        {"op": "replace", "path": f"/spec/http/0/route/{i}/weight", "value": weights[hw]}
+        for i, hw in enumerate(HARDWARE)
+    ]
+    return tests + sets
+
+
+def break_glass_patch(settings: Settings) -> str:
+    """`kubectl -n NS patch virtualservice NAME --type json -p '<weight_patch>'`."""
+    patch = json.dumps(weight_patch(settings), separators=(",", ":"))
+    return (
+        f"kubectl -n {settings.namespace} patch virtualservices.networking.istio.io "
+        f"{settings.istio.virtual_service_name} --type json -p {shlex.quote(patch)}"
+    )
+
+
+def scale_command(settings: Settings, hardware: Hardware) -> str:
+    """`kubectl -n NS scale deployment NAME --replicas=N` to the pods `settings` needs."""
+    name = settings.hardware(hardware).deployment_name
+    replicas = replicas_for(settings, hardware)
+    return f"kubectl -n {settings.namespace} scale deployment {name} --replicas={replicas}"
+
+
+def instructions(before: Settings, after: Settings, stack: str) -> list[str]:
+    """The rollback SOP as lines: targeted apply, landing the change, break-glass caveat."""
+    lines = [
+        "Fastest safe path (applies only the traffic split"
+        + (", after scaling NVIDIA back up" if _nvidia_grows(before, after) else "")
+        + "):",
+        f"  {targeted_up(before, after, stack)}",
+        "Then land this change in git (commit, PR, merge) and let the next full `pulumi up` "
+        "resize the rest.",
+        "Break-glass without Pulumi (acts at once, but the next `pulumi up` overwrites it "
+        "unless this commit lands):",
+    ]
+    if _nvidia_grows(before, after):
+        name = after.nvidia.deployment_name
+        lines.append(f"  {scale_command(after, 'nvidia')}   # first: capacity for the traffic")
+        lines.append(f"  kubectl -n {after.namespace} rollout status deployment {name}")
+    lines.append(f"  {break_glass_patch(after)}")
+    return lines
+
+
+def _nvidia_grows(before: Settings, after: Settings) -> bool:
+    return replicas_for(after, "nvidia") > replicas_for(before, "nvidia")

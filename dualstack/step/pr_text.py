@@ -1,0 +1,115 @@
+"""Pull-request text for a migration step: a title, and a body a reviewer can decide on.
+
+The body carries the evidence: the weight and replica move, the gate report (or the reason
+the gate was skipped), the offline preview (`dualstack preview` output: object changes, diff
+and whatever checks it reports), and how to undo the step.
+"""
+
+from __future__ import annotations
+
+from components.settings import Settings
+from dualstack.step.weights import WeightChange, ladder_text
+
+
+def _step(change: WeightChange) -> str:
+    settings = change.after
+    return f"ladder step {settings.ladder_position} of {len(settings.ladder) - 1}"
+
+
+def promotion_title(change: WeightChange) -> str:
+    """`prod: Ascend weight 5% -> 20% (ladder step 2 of 5)`."""
+    before, after = change.before.ascend_weight, change.after.ascend_weight
+    return f"{change.stack}: Ascend weight {before}% -> {after}% ({_step(change)})"
+
+
+def rollback_title(change: WeightChange) -> str:
+    """`prod: roll back Ascend weight 50% -> 0%`."""
+    before, after = change.before.ascend_weight, change.after.ascend_weight
+    return f"{change.stack}: roll back Ascend weight {before}% -> {after}%"
+
+
+def summary_table(change: WeightChange) -> list[str]:
+    """Markdown table: weight, replicas per backend, Ascend image, before and after."""
+    nvidia, ascend = change.replicas["nvidia"], change.replicas["ascend"]
+
+    def verified(settings: Settings) -> str:
+        return "yes" if settings.ascend_image_verified else "**no**"
+
+    return [
+        "| | Before | After |",
+        "|---|---|---|",
+        f"| Ascend weight | {change.before.ascend_weight}% | {change.after.ascend_weight}% |",
+        f"| Ladder | {ladder_text(change.before)} | {ladder_text(change.after)} |",
+        f"| NVIDIA pods | {nvidia[0]} | {nvidia[1]} |",
+        f"| Ascend pods | {ascend[0]} | {ascend[1]} |",
+        f"| Ascend image | `{change.before.ascend.image}` | `{change.after.ascend.image}` |",
+        f"| Precision-verified | {verified(change.before)} | {verified(change.after)} |",
+    ]
+
+
+def _preview_section(preview_text: str) -> list[str]:
+    return ["### Offline preview", "", "```text", preview_text.rstrip("\n"), "```"]
+
+
+def promotion_body(
+    change: WeightChange,
+    gate_markdown: str | None,
+    skip_reason: str | None,
+    preview_text: str,
+) -> str:
+    """The PR body of a promotion. Exactly one of `gate_markdown` / `skip_reason` is given."""
+    stack, before = change.stack, change.before.ascend_weight
+    lines = [
+        f"## {promotion_title(change)}",
+        "",
+        f"One migration step: `ascendWeight` of stack `{stack}` moves to the next ladder "
+        f"step. How it was written: {change.method}.",
+        "",
+        *summary_table(change),
+        "",
+    ]
+    if skip_reason is not None:
+        lines += [
+            "### Promotion gate: SKIPPED",
+            "",
+            f"The gate was skipped with `--skip-gate`. Reason given: {skip_reason}",
+            "",
+            "Reviewers: the step rests on this reason alone; check it before approving.",
+        ]
+    else:
+        lines.append((gate_markdown or "").rstrip("\n"))
+    lines += ["", *_preview_section(preview_text), ""]
+    lines += [
+        "### Undo",
+        "",
+        f"`dualstack rollback --stack {stack} --to {before}`, or revert this PR's commit: both "
+        "give the same stack file. For an emergency, `dualstack rollback --stack "
+        f"{stack}` (to 0%) prints the fastest path.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def rollback_body(change: WeightChange, preview_text: str, how: list[str]) -> str:
+    """The PR body of a rollback: the move, how it is applied fast, and the preview."""
+    lines = [
+        f"## {rollback_title(change)}",
+        "",
+        f"Rollback of stack `{change.stack}`; rollbacks skip the gate, lowering the weight is "
+        f"always allowed. How it was written: {change.method}.",
+        "",
+        *summary_table(change),
+        "",
+        "### Applying it now",
+        "",
+        "```sh",
+        *(line.removeprefix("  ") if line.startswith("  ") else f"# {line}" for line in how),
+        "```",
+        "",
+        *_preview_section(preview_text),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def commit_message(title: str, notes: list[str]) -> str:
+    """`title`, a blank line, then `notes` (one per line)."""
+    return title + ("\n\n" + "\n".join(notes) if notes else "") + "\n"

@@ -1,0 +1,214 @@
+"""The git side of a migration step: a new branch from the default branch, one commit.
+
+`--commit` always branches from the default branch's tip (`origin/HEAD`, `origin/main`, ...,
+as `dualstack.repo.baseref`), never from whatever HEAD holds, so a feature branch's unrelated
+commits never ride along in a migration PR. When HEAD is elsewhere, the step is written and
+committed in a temporary `git worktree`, leaving the user's checkout untouched. Only the stack
+file is committed (`git commit -- <file>`), so unrelated staged or unstaged work is never
+swept in. Every check (identity, clean stack file, free branch name) runs before anything is
+changed, and a failed commit puts back the file and deletes the branch it created.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+from components.settings import PROJECT
+from dualstack.repo.baseref import DEFAULT_BRANCH_CANDIDATES
+from dualstack.repo.stackfile import StackFileError, read_config, read_config_at, set_config_value
+
+GIT_TIMEOUT_S = 60.0
+CARRIED_KEY = "verifiedAscendImage"
+"""The one uncommitted stack-file change `--commit` carries into its commit: what
+`dualstack verify-precision` writes just before a promotion (README: "Precision check")."""
+
+
+class GitError(RuntimeError):
+    """A git operation the command needs failed; the message is git's first line of error."""
+
+
+def git(root: Path, *args: str) -> str:
+    """Run `git -C root args...`; its stdout. Raises GitError with git's message on failure."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), *args],
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise GitError(f"git {args[0]}: {exc}") from None
+    if done.returncode != 0:
+        message = (done.stderr.strip() or done.stdout.strip() or "failed").splitlines()[0]
+        raise GitError(f"git {args[0]}: {message}")
+    return done.stdout
+
+
+MAX_BRANCH_SUFFIX = 99
+"""`--commit` without `--branch` tries `<name>-2` .. `<name>-99` when `<name>` is taken."""
+
+
+@dataclass(frozen=True)
+class CommitPlan:
+    """Where `--commit` branches from and what it carries.
+
+    `base`: the default branch's ref (`origin/main`, ...); `base_sha`: its commit;
+    `in_place`: HEAD is that commit, so the user's working tree is used; `carried_image`: an
+    uncommitted `verifiedAscendImage` to commit along with the step, or None.
+    """
+
+    base: str
+    base_sha: str
+    in_place: bool
+    carried_image: str | None = None
+
+
+def branch_exists(root: Path, branch: str) -> bool:
+    """True when `branch` exists locally or as a remote-tracking branch (`origin/<branch>`)."""
+    refs = git(root, "for-each-ref", "--format=%(refname)", f"refs/heads/{branch}")
+    refs += git(root, "for-each-ref", "--format=%(refname)", f"refs/remotes/*/{branch}")
+    return bool(refs.strip())
+
+
+def default_branch(root: Path) -> tuple[str, str]:
+    """(ref, commit id) of the default branch's tip: the first of `DEFAULT_BRANCH_CANDIDATES`
+    that resolves. Raises GitError when none does."""
+    for candidate in DEFAULT_BRANCH_CANDIDATES:
+        try:
+            sha = git(root, "rev-parse", "--verify", "--quiet", f"{candidate}^{{commit}}")
+        except GitError:
+            continue
+        return candidate, sha.strip()
+    names = ", ".join(DEFAULT_BRANCH_CANDIDATES)
+    raise GitError(f"--commit branches from the default branch, but none of {names} exists")
+
+
+def check_identity(root: Path) -> None:
+    """Raise GitError unless git knows who commits (`git var GIT_AUTHOR_IDENT`, and the
+    committer), so a commit cannot fail half-way for want of a name."""
+    for var in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"):
+        try:
+            git(root, "var", var)
+        except GitError:
+            raise GitError(
+                "git has no identity to commit with: set `git config user.name` and "
+                "`git config user.email` (nothing was changed)"
+            ) from None
+
+
+def _carried_image(root: Path, path: Path, stack: str) -> str | None:
+    """None when `path` has no uncommitted change; the new `verifiedAscendImage` when that is
+    its only change against HEAD. Raises GitError for any other change."""
+    if not git(root, "status", "--porcelain", "--", path.name).strip():
+        return None
+    dirty = GitError(f"{path.name} has uncommitted changes; commit or stash them first")
+    try:
+        now, head = read_config(root, stack), read_config_at(root, stack, "HEAD")
+    except StackFileError:
+        raise dirty from None
+    key = f"{PROJECT}:{CARRIED_KEY}"
+    changed = {k for k in set(now) | set(head or {}) if now.get(k) != (head or {}).get(k)}
+    if head is None or changed != {key} or not isinstance(now.get(key), str):
+        raise dirty
+    return now[key]
+
+
+def prepare_commit(root: Path, path: Path, stack: str) -> CommitPlan:
+    """Before editing: `root` is a git work tree with a commit, git has an identity, the
+    default branch exists, and `path` has no uncommitted change but a `verifiedAscendImage`.
+
+    Raises GitError naming the problem; changes nothing.
+    """
+    git(root, "rev-parse", "--is-inside-work-tree")
+    head = git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}").strip()
+    check_identity(root)
+    carried = _carried_image(root, path, stack)
+    base, sha = default_branch(root)
+    return CommitPlan(base, sha, in_place=head == sha, carried_image=carried)
+
+
+def choose_branch(root: Path, branch: str, free_name: bool = False) -> str:
+    """`branch` when it is a valid name not taken yet; with `free_name`, a taken `branch` is
+    replaced by the first free `<branch>-2`, `<branch>-3`, ... (an earlier incident's rollback
+    branch must not block this one). Raises GitError naming the problem."""
+    try:
+        git(root, "check-ref-format", "--branch", branch)
+    except GitError:
+        raise GitError(f"--branch {branch!r} is not a valid branch name") from None
+    if not branch_exists(root, branch):
+        return branch
+    if free_name:
+        for suffix in range(2, MAX_BRANCH_SUFFIX + 1):
+            if not branch_exists(root, candidate := f"{branch}-{suffix}"):
+                return candidate
+    raise GitError(f"branch {branch} already exists; pass --branch NAME or delete it")
+
+
+@contextmanager
+def commit_workspace(root: Path, plan: CommitPlan | None, stack: str) -> Iterator[Path]:
+    """The project root to write and commit the step in.
+
+    `root` itself when there is no plan (no `--commit`) or HEAD is the default branch's tip;
+    otherwise a temporary detached worktree at that tip (holding the carried
+    `verifiedAscendImage`, if any), removed on exit. Raises GitError when it cannot be made.
+    """
+    if plan is None or plan.in_place:
+        yield root
+        return
+    prefix = git(root, "rev-parse", "--show-prefix").strip()
+    tmp = Path(tempfile.mkdtemp(prefix="dualstack-commit-"))
+    try:
+        git(root, "worktree", "add", "-q", "--detach", str(tmp / "tree"), plan.base_sha)
+        work = tmp / "tree" / prefix
+        if plan.carried_image is not None:
+            set_config_value(work, stack, CARRIED_KEY, plan.carried_image)
+        yield work
+    finally:
+        if (tmp / "tree").exists():
+            with suppress(GitError):  # the folder goes below; `worktree prune` drops the record
+                git(root, "worktree", "remove", "--force", str(tmp / "tree"))
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def commit_on_new_branch(root: Path, path: Path, branch: str, message: str, original: bytes) -> str:
+    """Create `branch` at HEAD (keeping the working tree), commit only `path` with `message`.
+
+    Returns the new commit's short id. On failure (a refusing hook, a vanished identity) the
+    file gets its `original` bytes back, HEAD returns to where it was and `branch` is deleted
+    before GitError is raised.
+    """
+    previous = subprocess.run(
+        ["git", "-C", str(root), "symbolic-ref", "--short", "-q", "HEAD"],
+        capture_output=True,
+        text=True,
+        timeout=GIT_TIMEOUT_S,
+    ).stdout.strip()
+    previous_sha = git(root, "rev-parse", "HEAD").strip()
+    git(root, "checkout", "-q", "-b", branch)
+    try:
+        git(root, "add", "--", path.name)
+        git(root, "commit", "-q", "-m", message, "--", path.name)
+    except GitError:
+        _undo(root, path, branch, original, previous or None, previous_sha)
+        raise
+    return git(root, "rev-parse", "--short", "HEAD").strip()
+
+
+def _undo(
+    root: Path, path: Path, branch: str, original: bytes, previous: str | None, sha: str
+) -> None:
+    """Unstage and restore `path`, go back to `previous` (or detached `sha`), drop `branch`."""
+    for args in (
+        ("reset", "-q", "--", path.name),
+        ("checkout", "-q", previous) if previous else ("checkout", "-q", "--detach", sha),
+        ("branch", "-q", "-D", branch),
+    ):
+        with suppress(GitError):  # best effort: the original error is the one to report
+            git(root, *args)
+    path.write_bytes(original)

@@ -1,0 +1,136 @@
+"""Moving a stack's `ascendWeight` the way an operator would: one ladder step up, or down.
+
+The write goes through `pulumi config set ascendWeight N --stack S` when the Pulumi CLI is on
+PATH (it stores the string "N" under `dualstack-inference:ascendWeight`, REFERENCE.md), and
+otherwise edits `Pulumi.<stack>.yaml` in place with `dualstack.repo.stackfile.set_config_value`,
+which keeps every comment and every other line. Either way the file is read back and
+validated, so a write that did not take is an error, not a silent no-op.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from components.settings import Settings, SettingsError, load_settings
+from components.workloads import replicas_for
+from dualstack.pulumi_cli import pulumi_cli
+from dualstack.repo.project import UsageError
+from dualstack.repo.stackfile import StackFileError, read_config, set_config_value, stack_path
+
+WEIGHT_KEY = "ascendWeight"
+PULUMI_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class WeightChange:
+    """A weight move that was written: the stack's settings before and after, and how."""
+
+    stack: str
+    before: Settings
+    after: Settings
+    method: str
+
+    @property
+    def replicas(self) -> dict[str, tuple[int, int]]:
+        """{hardware: (pods before, pods after)}."""
+        return {
+            hw: (replicas_for(self.before, hw), replicas_for(self.after, hw))
+            for hw in ("nvidia", "ascend")
+        }
+
+
+def ladder_text(settings: Settings, weight: int | None = None) -> str:
+    """The ladder with one step bracketed: `0 [5] 20 50 80 100`."""
+    mark = settings.ascend_weight if weight is None else weight
+    return " ".join(f"[{step}]" if step == mark else str(step) for step in settings.ladder)
+
+
+def rollback_target(settings: Settings, to: int) -> int:
+    """Check a rollback target: a ladder step at or below the current weight.
+
+    Raises UsageError naming `--to` when it is not a step, or above the current weight
+    (raising the weight is `promote`'s job and goes through the gate).
+    """
+    if to not in settings.ladder:
+        steps = ", ".join(map(str, settings.ladder))
+        raise UsageError(f"--to {to}: not a ladder step; allowed: {steps}")
+    if to > settings.ascend_weight:
+        raise UsageError(
+            f"--to {to}: above the current weight {settings.ascend_weight}%; rollback only "
+            "lowers the weight, use `dualstack promote` to raise it"
+        )
+    return to
+
+
+def _pulumi_config_set(root: Path, stack: str, weight: int) -> str | None:
+    """Run `pulumi config set`; None on success, else the reason it failed."""
+    cli = pulumi_cli()
+    if cli is None:
+        return "the pulumi CLI is not installed"
+    try:
+        done = subprocess.run(
+            [cli, "config", "set", WEIGHT_KEY, str(weight), "--stack", stack],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=PULUMI_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        return f"`pulumi config set` gave no answer within {PULUMI_TIMEOUT_S:g} s"
+    except OSError as exc:
+        return f"could not run pulumi: {exc.strerror or exc}"
+    if done.returncode != 0:
+        return "pulumi config set failed: " + (done.stderr.strip().splitlines() or ["?"])[0]
+    return None
+
+
+def restore_stack_file(root: Path, stack: str, original: bytes) -> None:
+    """Put back the stack file's bytes as they were before a write."""
+    stack_path(root, stack).write_bytes(original)
+
+
+def write_weight(root: Path, stack: str, weight: int) -> str:
+    """Store `weight` as the stack's `ascendWeight`; returns how, for the user.
+
+    Prefers `pulumi config set`; falls back to editing the stack file (from its original
+    bytes, whatever a failed CLI left) when the CLI is missing or fails. Raises
+    StackFileError when the file cannot be edited.
+    """
+    path = stack_path(root, stack)
+    original = path.read_bytes()
+    problem = _pulumi_config_set(root, stack, weight)
+    if problem is None:
+        return f"pulumi config set {WEIGHT_KEY} {weight} --stack {stack}"
+    if path.read_bytes() != original:
+        path.write_bytes(original)
+    set_config_value(root, stack, WEIGHT_KEY, weight)
+    return f"edited {path.name} in place; {problem}"
+
+
+def change_weight(root: Path, stack: str, before: Settings, weight: int) -> WeightChange:
+    """Write `weight` and read the stack back; the validated change.
+
+    When the file does not hold a valid stack at `weight` afterwards, its original bytes are
+    put back and StackFileError is raised naming what was wrong.
+    """
+    path = stack_path(root, stack)
+    original = path.read_bytes()
+    method = write_weight(root, stack, weight)
+    try:
+        after = load_settings(read_config(root, stack))
+    except (SettingsError, StackFileError) as exc:
+        restore_stack_file(root, stack, original)
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise StackFileError(
+            f"{path.name} after `{method.split(';')[0]}` does not validate: {first}; restored "
+            "its previous content"
+        ) from None
+    if after.ascend_weight != weight:
+        restore_stack_file(root, stack, original)
+        raise StackFileError(
+            f"{path.name} holds ascendWeight {after.ascend_weight} after writing {weight}; "
+            "restored its previous content"
+        )
+    return WeightChange(stack, before, after, method)

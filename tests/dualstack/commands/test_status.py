@@ -1,0 +1,88 @@
+"""`dualstack status` over the real stack files, with and without a reachable backend."""
+
+from __future__ import annotations
+
+import json
+
+from dualstack.cli import main
+from dualstack.repo.stackfile import set_config_value
+from tests.conftest import git
+from tests.support.pulumi_stub import hide_pulumi, install_fake_pulumi
+
+
+def test_status_of_every_stack(git_repo, capsys, monkeypatch):
+    hide_pulumi(monkeypatch)
+    assert main(["-C", str(git_repo), "status"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[:6] == [
+        "prod",
+        "  weight        5% Ascend, 95% NVIDIA",
+        "  ladder        0 [5] 20 50 80 100 (step 1 of 5)",
+        "  next step     20% (dualstack promote --stack prod)",
+        "  Ascend image  registry/inference-service:v1.2.3-npu (precision-verified)",
+        "  deployed      unknown: the pulumi CLI is not installed, so no backend was asked",
+    ]
+    assert "staging\n  weight        20% Ascend, 80% NVIDIA" in out
+
+
+def test_status_flags_unverified_image_and_top_of_ladder(git_repo, capsys):
+    set_config_value(git_repo, "prod", "ascendWeight", 100)
+    set_config_value(git_repo, "prod", "ascend", {"image": "registry/inference-service:v1.3.0-npu"})
+    git(git_repo, "commit", "-qam", "prod at 100 with a new image")
+    assert main(["-C", str(git_repo), "status", "--stack", "prod"]) == 0
+    out = capsys.readouterr().out
+    assert "next step     none: the migration is complete" in out
+    assert (
+        "registry/inference-service:v1.3.0-npu (NOT verified; verified image: "
+        "registry/inference-service:v1.2.3-npu)"
+    ) in out
+
+
+def test_status_reports_drift_from_the_backend(git_repo, tmp_path, monkeypatch, capsys):
+    install_fake_pulumi(tmp_path, monkeypatch)
+    monkeypatch.setenv("FAKE_PULUMI_DEPLOYED", "5")
+    assert main(["-C", str(git_repo), "status", "--json"]) == 0
+    result = {s["stack"]: s for s in json.loads(capsys.readouterr().out)}
+    assert result["prod"]["deployed"] == "in sync (5%)"
+    assert result["staging"]["deployed"] == "DIFFERS: deployed 5%, git 20%"
+    assert result["staging"]["deployedWeight"] == 5
+
+
+def test_status_reports_an_unreachable_backend(git_repo, tmp_path, monkeypatch, capsys):
+    install_fake_pulumi(tmp_path, monkeypatch)
+    assert main(["-C", str(git_repo), "status", "--stack", "prod"]) == 0
+    assert "deployed      unknown: pulumi stack output failed: error: no Pulumi.yaml" in (
+        capsys.readouterr().out
+    )
+
+
+def test_invalid_stack_is_reported_and_the_others_still_shown(git_repo, capsys):
+    set_config_value(git_repo, "staging", "ascendWeight", "abc")
+    assert main(["-C", str(git_repo), "status"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out.startswith("prod\n")
+    assert captured.err == (
+        "error: stack staging: dualstack-inference:ascendWeight = 'abc': "
+        "Input should be a valid integer, unable to parse string as an integer\n"
+    )
+
+
+def test_a_step_written_but_not_landed_is_not_a_next_step(git_repo, capsys, monkeypatch):
+    hide_pulumi(monkeypatch)
+    set_config_value(git_repo, "prod", "ascendWeight", 20)
+    assert main(["-C", str(git_repo), "status", "--stack", "prod"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if "next step" in x)
+    assert line.startswith(
+        "  next step     none until the pending step is settled: 20% in the working tree, 5% at "
+    )
+    assert line.endswith("commit, merge and deploy that step, or revert it")
+    assert "promote" not in line
+
+
+def test_a_merged_but_undeployed_step_is_not_a_next_step(git_repo, tmp_path, monkeypatch, capsys):
+    install_fake_pulumi(tmp_path, monkeypatch)
+    monkeypatch.setenv("FAKE_PULUMI_DEPLOYED", "0")
+    assert main(["-C", str(git_repo), "status", "--stack", "prod", "--json"]) == 0
+    (prod,) = json.loads(capsys.readouterr().out)
+    assert prod["pending"] == "deployed 0%, git 5%: deploy the merged step, or revert it"
+    assert prod["nextStep"] == 20  # the ladder's next rung, once the pending step is settled

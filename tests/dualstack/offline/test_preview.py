@@ -1,0 +1,101 @@
+"""`dualstack preview --base` against a real temporary git repository."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dualstack.offline.preview import build_preview, format_preview
+from dualstack.repo.baseref import default_base
+from dualstack.repo.stackfile import StackFileError, set_config_value
+from tests.conftest import git
+from tests.dualstack.commands.test_cli import dualstack
+
+
+def test_weight_step_changes_the_route_and_the_recorded_weight(git_repo: Path) -> None:
+    set_config_value(git_repo, "prod", "ascendWeight", 20)
+    preview = build_preview(git_repo, "prod", "main")
+    assert preview.previous_weight == 5
+    changed = [c.describe() for c in preview.changes if c.change != "same"]
+    assert changed == [
+        "~ PrometheusRule inference/inference-service-dualstack",
+        "~ VirtualService inference/inference-vs",
+    ]
+    weight_rule = "record: namespace:inference_ascend_weight:ratio\n"
+    assert f"{weight_rule}-      expr: vector(0.05)\n+      expr: vector(0.2)\n" in preview.diff
+    assert "-      weight: 95\n+      weight: 80\n" in preview.diff
+    assert "-      weight: 5\n+      weight: 20\n" in preview.diff
+    report = format_preview(preview)
+    assert "Ascend weight: 5% -> 20% (ladder step 2 of 5, next 50%)" in report
+    assert "(2 changed, 0 added, 0 removed)" in report
+
+
+def test_step_to_50_scales_ascend(git_repo: Path) -> None:
+    set_config_value(git_repo, "prod", "ascendWeight", 50)
+    preview = build_preview(git_repo, "prod", "main")
+    assert "Replicas: nvidia 4, ascend 1 -> 3" in format_preview(preview)
+    assert "~ Deployment inference/inference-green" in [c.describe() for c in preview.changes]
+
+
+def test_no_base_means_no_diff(git_repo: Path) -> None:
+    preview = build_preview(git_repo, "prod", None)
+    assert preview.base is None and preview.diff == ""
+    assert "no base ref" in format_preview(preview)
+
+
+def test_base_without_the_stack_file(git_repo: Path) -> None:
+    (git_repo / "Pulumi.dev.yaml").write_text("config:\n  dualstack-inference:ascendWeight: '0'\n")
+    preview = build_preview(git_repo, "dev", "main")
+    assert preview.base is None and "does not exist at" in (preview.base_note or "")
+
+
+def test_unknown_ref_is_an_error(git_repo: Path) -> None:
+    with pytest.raises(StackFileError, match="'nope' is not a commit"):
+        build_preview(git_repo, "prod", "nope")
+
+
+def test_default_base_is_merge_base_with_main(git_repo: Path) -> None:
+    main_head = git(git_repo, "rev-parse", "HEAD").strip()
+    git(git_repo, "checkout", "-q", "-b", "step-20")
+    set_config_value(git_repo, "prod", "ascendWeight", 20)
+    git(git_repo, "commit", "-qam", "prod: ascendWeight 20")
+    assert default_base(git_repo) == main_head
+
+
+def test_default_base_outside_git(tmp_path: Path) -> None:
+    assert default_base(tmp_path) is None
+
+
+def test_cli_preview_on_a_branch(git_repo: Path) -> None:
+    git(git_repo, "checkout", "-q", "-b", "step-20")
+    set_config_value(git_repo, "prod", "ascendWeight", 20)
+    git(git_repo, "commit", "-qam", "prod: ascendWeight 20")
+    done = dualstack("preview", "--stack", "prod", cwd=git_repo)
+    assert done.returncode == 0, done.stderr
+    assert "Ascend weight: 5% -> 20%" in done.stdout
+    assert "+      weight: 20" in done.stdout
+
+
+def test_cli_preview_next_step(git_repo: Path) -> None:
+    done = dualstack("preview", "--stack", "staging", "--next", cwd=git_repo)
+    assert done.returncode == 0, done.stderr
+    assert "Ascend weight: 20% -> 50%" in done.stdout
+
+
+def test_set_config_value_changes_one_line_and_keeps_comments(git_repo: Path) -> None:
+    before = (git_repo / "Pulumi.prod.yaml").read_text()
+    previous = set_config_value(git_repo, "prod", "ascendWeight", 20)
+    after = (git_repo / "Pulumi.prod.yaml").read_text()
+    assert previous == "5"
+    diff = git(git_repo, "diff", "-U0", "--", "Pulumi.prod.yaml")
+    changed = [
+        line
+        for line in diff.splitlines()
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+    assert changed == [
+        '-  dualstack-inference:ascendWeight: "5"',
+        '+  dualstack-inference:ascendWeight: "20"',
+    ]
+    assert before.splitlines()[0] == after.splitlines()[0]  # the comment survives

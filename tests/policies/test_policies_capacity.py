@@ -1,0 +1,93 @@
+"""rollback-capacity over hand-built StackValidationArgs."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.capacity import ascend_replicas
+from policies.capacity import ascend_pods_needed
+from tests.support.policy_objects import NOT_APPLICABLE, find, good_stack, stack_violations
+
+
+def capacity(objects, config=None):
+    return stack_violations("rollback-capacity", objects, config)
+
+
+@pytest.mark.parametrize("weight", [0, 5, 20, 50, 80, 100])
+def test_clean_stack_passes_at_every_step(weight):
+    assert capacity(good_stack(weight)) == []
+
+
+def test_nvidia_scaled_down_before_100_fails():
+    stack = good_stack(50)
+    find(stack, "Deployment", "nvidia")["spec"]["replicas"] = 2
+    [message] = capacity(stack)
+    assert "Deployment inference/inference-blue has 2 replicas while Ascend takes 50%" in message
+    assert "totalReplicas=4" in message and "rollback" in message
+
+
+def test_nvidia_may_shrink_at_100():
+    stack = good_stack(100)
+    find(stack, "Deployment", "nvidia")["spec"]["replicas"] = 1
+    assert capacity(stack) == []
+
+
+def test_too_few_ascend_pods_for_the_share_fails():
+    stack = good_stack(80, ascend_replicas=2)
+    [message] = capacity(stack)
+    assert "inference-green has 2 replicas for 80% of traffic" in message
+    assert "needs at least 4" in message
+
+
+def test_capacity_ratio_config_overrides_default():
+    stack = good_stack(80, ascend_replicas=2)
+    assert capacity(stack, {"ascendCapacityRatio": 2.0}) == []
+    assert len(capacity(stack, {"ascendCapacityRatio": 1.5})) == 1  # ceil(3.2 / 1.5) = 3
+
+
+def test_total_replicas_config_overrides_default():
+    stack = good_stack(5)
+    [message] = capacity(stack, {"totalReplicas": 6})
+    assert "has 4 replicas" in message and "totalReplicas=6" in message
+    find(stack, "Deployment", "nvidia")["spec"]["replicas"] = 6
+    assert capacity(stack, {"totalReplicas": 6}) == []
+
+
+@pytest.mark.parametrize(
+    ("config", "key"),
+    [
+        ({"totalReplicas": 0}, "totalReplicas"),
+        ({"ascendCapacityRatio": "fast"}, "ascendCapacityRatio"),
+    ],
+)
+def test_bad_config_fails_closed(config, key):
+    [message] = capacity(good_stack(20), config)
+    assert message.startswith(f"policy config {key} = ")
+
+
+def test_missing_replicas_means_one_pod():
+    stack = good_stack(20)
+    del find(stack, "Deployment", "nvidia")["spec"]["replicas"]
+    [message] = capacity(stack)
+    assert "has 1 replicas" in message
+
+
+def test_missing_backend_fails_closed():
+    stack = [
+        o for o in good_stack(20) if o["metadata"].get("labels", {}).get("hardware") != "ascend"
+    ]
+    [message] = capacity(stack)
+    assert "cannot check the Ascend capacity at 20%" in message
+    assert "no workload in the stack runs the pods of subset 'ascend'" in message
+
+
+def test_no_traffic_split_is_not_applicable():
+    stack = [o for o in good_stack(20) if o["kind"] != "VirtualService"]
+    assert capacity(stack) == NOT_APPLICABLE
+
+
+@pytest.mark.parametrize("weight", [0, 5, 20, 50, 80, 100])
+@pytest.mark.parametrize("ratio", [0.5, 1.0, 1.3, 2.0])
+def test_components_formula_always_satisfies_the_policy(weight, ratio):
+    """The program's replica arithmetic (with headroom >= 1) never trips the policy."""
+    assert ascend_replicas(4, weight, 1.2, ratio) >= ascend_pods_needed(4, weight, ratio)

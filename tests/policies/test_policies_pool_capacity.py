@@ -1,0 +1,270 @@
+"""pool-capacity over hand-built stacks, and the pod arithmetic it rests on."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from policies.pod_counts import PodCountError, accelerators_per_pod, peak_pods, whole_quantity
+from policies.stack_view import StackView
+from tests.support.policy_objects import (
+    NOT_APPLICABLE,
+    container,
+    deployment,
+    find,
+    good_stack,
+    stack_args,
+    stack_violations,
+)
+
+
+def pools(objects, config=None):
+    return stack_violations("pool-capacity", objects, config)
+
+
+def surge_one(stack):
+    """The program's rolling update: maxSurge 1, maxUnavailable 0."""
+    for obj in stack:
+        if obj["kind"] == "Deployment":
+            obj["spec"]["strategy"] = {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
+            }
+    return stack
+
+
+def side_workload(kind, hardware="nvidia", accelerators=1, **spec):
+    """A workload of `kind` pinned to `hardware`'s pool, each pod taking `accelerators`."""
+    pod = copy.deepcopy(deployment(hardware, 1, "registry/batch:v1.0.0-x"))["spec"]["template"]
+    pod["spec"]["containers"] = [container(hardware, "registry/batch:v1.0.0-x")]
+    resource = "nvidia.com/gpu" if hardware == "nvidia" else "huawei.com/Ascend910"
+    for section in ("requests", "limits"):
+        pod["spec"]["containers"][0]["resources"][section][resource] = str(accelerators)
+    pod["metadata"]["labels"] = {"app": f"side-{kind.lower()}"}
+    meta = {"name": f"side-{kind.lower()}", "namespace": "batch"}
+    if kind == "Pod":
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod["spec"]}
+    if kind == "CronJob":
+        job = {"template": pod, **spec}
+        body = {"schedule": "0 * * * *", "jobTemplate": {"spec": job}}
+        return {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": meta, "spec": body}
+    api = "batch/v1" if kind == "Job" else "apps/v1"
+    return {"apiVersion": api, "kind": kind, "metadata": meta, "spec": {"template": pod, **spec}}
+
+
+def item(obj):
+    [workload] = StackView.of(stack_args([obj]).resources).workloads
+    return workload
+
+
+class TestPoolCapacity:
+    @pytest.mark.parametrize("weight", [0, 5, 20, 50, 80, 100])
+    def test_clean_stack_passes_at_every_step(self, weight):
+        assert pools(surge_one(good_stack(weight))) == []
+        assert pools(good_stack(weight)) == []  # default maxSurge 25% too
+
+    def test_nvidia_pods_beyond_the_gpus_fail(self):
+        """The trial's case: totalReplicas=100 puts 100 pods on 3 nodes x 8 GPUs."""
+        stack = surge_one(good_stack(5))
+        find(stack, "Deployment", "nvidia")["spec"]["replicas"] = 100
+        [message] = pools(stack)
+        assert message.startswith("pool 'nvidia' is too small: a rollout takes up to 101 ")
+        assert (
+            "nvidia.com/gpu (Deployment inference/inference-blue: (100 replicas + maxSurge 1) x 1)"
+            in message
+        )
+        assert "but the pool has 24 (3 nodes x 8 acceleratorsPerNode)" in message
+        assert "capacity.totalReplicas" in message and "add nodes to the pool" in message
+
+    def test_ascend_pods_beyond_the_npus_fail(self):
+        """The trial's case at 100%: 24 Ascend pods (+1 surge) on 2 nodes x 8 NPUs."""
+        stack = surge_one(good_stack(100, ascend_replicas=24))
+        [message] = pools(stack)
+        assert (
+            "pool 'ascend' is too small: a rollout takes up to 25 huawei.com/Ascend910" in message
+        )
+        assert "but the pool has 16 (2 nodes x 8 acceleratorsPerNode)" in message
+
+    def test_exactly_full_pool_passes_and_one_more_fails(self):
+        stack = surge_one(good_stack(100, ascend_replicas=15))
+        assert pools(stack) == []  # 15 + 1 surge = 16 NPUs = 2 x 8
+        find(stack, "Deployment", "ascend")["spec"]["replicas"] = 16
+        assert len(pools(stack)) == 1
+
+    def test_the_surge_counts_default_25_percent_rounded_up(self):
+        stack = good_stack(100, ascend_replicas=13)  # no strategy: maxSurge 25% of 13 -> 4
+        [message] = pools(stack)
+        assert "(13 replicas + maxSurge 4 (default 25%)) x 1" in message
+        assert "takes up to 17 " in message
+
+    def test_every_workload_taking_the_pool_counts(self):
+        """A batch Job and a DaemonSet on the NVIDIA pool add to the backend's pods."""
+        stack = surge_one(good_stack(20))
+        stack.append(side_workload("Job", accelerators=2, parallelism=6))  # 12 GPUs
+        assert pools(stack) == []  # 5 + 12 = 17 <= 24
+        stack.append(side_workload("DaemonSet", accelerators=3))  # 3 nodes x 3 GPUs
+        [message] = pools(stack)
+        assert "takes up to 26 nvidia.com/gpu" in message
+        assert "Job batch/side-job: (parallelism 6) x 2" in message
+        assert "DaemonSet batch/side-daemonset: (3 nodes) x 3" in message
+
+    def test_accelerators_per_pod_multiply(self):
+        stack = surge_one(good_stack(20))
+        nvidia = find(stack, "Deployment", "nvidia")
+        for section in ("requests", "limits"):
+            nvidia["spec"]["template"]["spec"]["containers"][0]["resources"][section][
+                "nvidia.com/gpu"
+            ] = "8"
+        [message] = pools(stack)  # (4 + 1) x 8 = 40 > 24
+        assert "takes up to 40 nvidia.com/gpu" in message and ") x 8" in message
+
+    def test_pool_sizes_config_overrides_default(self):
+        stack = surge_one(good_stack(100, ascend_replicas=24))
+        bigger = {"ascend": {"nodes": 4, "acceleratorsPerNode": 8}, "nvidia": {"nodes": 3}}
+        assert pools(stack, {"poolSizes": bigger}) == []
+        denser = {"ascend": {"nodes": 2, "acceleratorsPerNode": 16}, "nvidia": {"nodes": 3}}
+        assert pools(stack, {"poolSizes": denser}) == []
+        smaller = {"ascend": {"nodes": 3, "acceleratorsPerNode": 8}, "nvidia": {"nodes": 3}}
+        [message] = pools(stack, {"poolSizes": smaller})
+        assert "the pool has 24 (3 nodes x 8 acceleratorsPerNode)" in message
+
+    def test_accelerator_pools_config_overrides_default(self):
+        stack = surge_one(good_stack(20))
+        config = {
+            "acceleratorPools": {"nvidia.com/gpu": "gpu", "huawei.com/Ascend910": "npu"},
+            "poolSizes": {"gpu": {"nodes": 1, "acceleratorsPerNode": 4}, "npu": {"nodes": 1}},
+        }
+        [message] = pools(stack, config)
+        assert "pool 'gpu' is too small: a rollout takes up to 5 nvidia.com/gpu" in message
+
+    def test_missing_accelerators_per_node_means_eight(self):
+        stack = surge_one(good_stack(100, ascend_replicas=15))
+        config = {"poolSizes": {"nvidia": {"nodes": 3}, "ascend": {"nodes": 2}}}
+        assert pools(stack, config) == []
+        find(stack, "Deployment", "ascend")["spec"]["replicas"] = 16
+        [message] = pools(stack, config)
+        assert "(2 nodes x 8 acceleratorsPerNode)" in message
+
+    def test_missing_replicas_and_strategy_mean_one_pod_and_25_percent(self):
+        stack = good_stack(20)
+        del find(stack, "Deployment", "nvidia")["spec"]["replicas"]
+        config = {
+            "poolSizes": {"nvidia": {"nodes": 1, "acceleratorsPerNode": 1}, "ascend": {"nodes": 2}}
+        }
+        [message] = pools(stack, config)
+        assert "(1 replicas + maxSurge 1 (default 25%)) x 1" in message
+
+    @pytest.mark.parametrize(
+        ("config", "expected"),
+        [
+            ({"poolSizes": {"nvidia": {"nodes": 3}}}, "poolSizes has no entry for pool 'ascend'"),
+            ({"poolSizes": "big"}, "poolSizes has no entry for pool 'ascend'"),
+            (
+                {"poolSizes": {"nvidia": {"nodes": "three"}, "ascend": {"nodes": 2}}},
+                "poolSizes.nvidia.nodes = 'three' is not a node count",
+            ),
+            (
+                {"poolSizes": {"nvidia": {"acceleratorsPerNode": 8}, "ascend": {"nodes": 2}}},
+                "poolSizes.nvidia.nodes = None",
+            ),
+            (
+                {
+                    "poolSizes": {
+                        "nvidia": {"nodes": 3, "acceleratorsPerNode": 0},
+                        "ascend": {"nodes": 2},
+                    }
+                },
+                "poolSizes.nvidia.acceleratorsPerNode = 0.0 is not an integer >= 1",
+            ),
+        ],
+    )
+    def test_bad_config_fails_closed(self, config, expected):
+        [message] = pools(good_stack(20), config)
+        assert message.startswith(f"policy config {expected}")
+
+    @pytest.mark.parametrize(
+        ("edit", "expected"),
+        [
+            (lambda d: d["spec"].update(replicas="many"), "spec.replicas is 'many'"),
+            (
+                lambda d: d["spec"].update(strategy={"rollingUpdate": {"maxSurge": "lots"}}),
+                "spec.strategy.rollingUpdate.maxSurge is 'lots'",
+            ),
+            (
+                lambda d: d["spec"]["template"]["spec"]["containers"][0].update(
+                    resources={"limits": {"nvidia.com/gpu": "1k"}}
+                ),
+                "container 'inference' requests nvidia.com/gpu: '1k', not a whole number",
+            ),
+            (
+                lambda d: d["spec"]["template"]["spec"]["containers"][0]["resources"][
+                    "requests"
+                ].update({"nvidia.com/gpu": "half"}),
+                "container 'inference' requests nvidia.com/gpu: 'half', not a whole number",
+            ),
+        ],
+    )
+    def test_unreadable_counts_fail_closed(self, edit, expected):
+        stack = good_stack(20)
+        edit(find(stack, "Deployment", "nvidia"))
+        [message] = pools(stack)
+        assert message.startswith("cannot count what Deployment inference/inference-blue takes")
+        assert expected in message
+
+    def test_no_accelerator_workload_is_not_applicable(self):
+        stack = [o for o in good_stack(20) if o["kind"] != "Deployment"]
+        assert pools(stack) == NOT_APPLICABLE
+
+
+@pytest.mark.parametrize(
+    ("kind", "spec", "pods", "how"),
+    [
+        ("Deployment", {"replicas": 4, "strategy": {"type": "Recreate"}}, 4, "4 replicas"),
+        (
+            "Deployment",
+            {"replicas": 10, "strategy": {"rollingUpdate": {"maxSurge": "30%"}}},
+            13,
+            "10 replicas + maxSurge 30% = 3",
+        ),
+        ("Deployment", {"replicas": 0}, 0, "0 replicas"),
+        ("StatefulSet", {"replicas": 3}, 3, "3 replicas"),
+        ("ReplicaSet", {}, 1, "1 replicas"),
+        (
+            "DaemonSet",
+            {"updateStrategy": {"rollingUpdate": {"maxSurge": "50%"}}},
+            5,
+            "3 nodes + maxSurge 2",
+        ),
+        ("DaemonSet", {"updateStrategy": {"type": "OnDelete"}}, 3, "3 nodes"),
+        ("Job", {"parallelism": 8, "completions": 2}, 2, "parallelism 2"),
+        ("Job", {}, 1, "parallelism 1"),
+        ("CronJob", {"parallelism": 3}, 3, "parallelism 3"),
+        ("Pod", {}, 1, "1 pod"),
+    ],
+)
+def test_peak_pods(kind, spec, pods, how):
+    count = peak_pods(item(side_workload(kind, **spec)), pool_nodes=3)
+    assert (count.pods, count.how) == (pods, how)
+
+
+def test_accelerators_per_pod_counts_init_containers_and_sidecars():
+    gpu = {"nvidia.com/gpu"}
+
+    def c(n, **extra):
+        return {"name": "c", "resources": {"limits": {"nvidia.com/gpu": n}}, **extra}
+
+    assert accelerators_per_pod({"containers": [c(1), c(2)]}, gpu) == 3
+    assert accelerators_per_pod({"containers": [c(1)], "initContainers": [c(4)]}, gpu) == 4
+    sidecar = c(1, restartPolicy="Always")
+    assert accelerators_per_pod({"containers": [c(2)], "initContainers": [sidecar]}, gpu) == 3
+    assert accelerators_per_pod({"containers": [{"name": "cpu-only"}]}, gpu) == 0
+    with pytest.raises(PodCountError, match="'half', not a whole number"):
+        accelerators_per_pod({"containers": [c("half")]}, gpu)
+
+
+@pytest.mark.parametrize(
+    ("value", "count"), [(4, 4), (4.0, 4), ("4", 4), (" 2 ", 2), ("1k", None), (-1, None)]
+)
+def test_whole_quantity(value, count):
+    assert whole_quantity(value) == count

@@ -1,0 +1,125 @@
+"""workload-security-baseline and the advisory accelerator-driver-hostpath."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.policy_objects import (
+    ASCEND_IMAGE,
+    NVIDIA_IMAGE,
+    deployment,
+    good_stack,
+    resource_violations,
+)
+
+
+def baseline(obj, config=None):
+    return resource_violations("workload-security-baseline", [obj], config)
+
+
+def advisory(obj, config=None):
+    return resource_violations("accelerator-driver-hostpath", [obj], config)
+
+
+def pod(obj):
+    return obj["spec"]["template"]["spec"]
+
+
+def context(obj):
+    return pod(obj)["containers"][0]["securityContext"]
+
+
+def test_clean_stack_passes():
+    assert resource_violations("workload-security-baseline", good_stack(20)) == []
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (lambda c: c.pop("runAsNonRoot"), None),  # pod-level runAsNonRoot still applies
+        (lambda c: c.update(runAsNonRoot=False), "runAsNonRoot is False"),
+        (lambda c: c.update(runAsUser=0), "runAsUser is 0"),
+        (lambda c: c.pop("allowPrivilegeEscalation"), "allowPrivilegeEscalation is None"),
+        (lambda c: c.update(privileged=True), "privileged is true"),
+        (lambda c: c.update(capabilities={"drop": ["NET_RAW"]}), "capabilities.drop: [ALL]"),
+    ],
+)
+def test_container_context_problems(edit, expected):
+    nvidia = deployment("nvidia", 4, NVIDIA_IMAGE)
+    edit(context(nvidia))
+    found = baseline(nvidia)
+    if expected is None:
+        assert found == []
+    else:
+        [message] = found
+        assert "Deployment inference/inference-blue container 'inference'" in message
+        assert expected in message
+
+
+def test_missing_limits_fail():
+    nvidia = deployment("nvidia", 4, NVIDIA_IMAGE)
+    del pod(nvidia)["containers"][0]["resources"]["limits"]["memory"]
+    [message] = baseline(nvidia)
+    assert "no memory limit" in message
+
+
+def test_init_containers_are_checked():
+    nvidia = deployment("nvidia", 4, NVIDIA_IMAGE)
+    pod(nvidia)["initContainers"] = [{"name": "fetch-model", "image": "busybox:1.36"}]
+    [message] = baseline(nvidia)
+    assert "container 'fetch-model'" in message
+    assert "allowPrivilegeEscalation is None" in message and "no cpu or memory limit" in message
+    assert "runAsNonRoot" not in message  # inherited from the pod's securityContext
+
+
+def test_host_network_fails():
+    nvidia = deployment("nvidia", 4, NVIDIA_IMAGE)
+    pod(nvidia)["hostNetwork"] = True
+    [message] = baseline(nvidia)
+    assert "hostNetwork: true" in message
+
+
+def test_other_host_path_fails():
+    ascend = deployment("ascend", 1, ASCEND_IMAGE)
+    pod(ascend)["volumes"][0]["hostPath"]["path"] = "/var/run/docker.sock"
+    [message] = baseline(ascend)
+    assert "mounts hostPath /var/run/docker.sock" in message
+    assert "/usr/local/Ascend/driver" in message
+    assert advisory(ascend) == []
+
+
+def test_writable_driver_mount_fails_and_is_no_advisory():
+    ascend = deployment("ascend", 1, ASCEND_IMAGE)
+    pod(ascend)["containers"][0]["volumeMounts"][0]["readOnly"] = False
+    [message] = baseline(ascend)
+    assert "writable in inference" in message and "readOnly: true" in message
+    assert advisory(ascend) == []
+
+
+def test_driver_path_config_override():
+    ascend = deployment("ascend", 1, ASCEND_IMAGE)
+    config = {"driverHostPaths": ["/opt/npu/driver"]}
+    assert len(baseline(ascend, config)) == 1
+    pod(ascend)["volumes"][0]["hostPath"]["path"] = "/opt/npu/driver/"
+    assert baseline(ascend, config) == []
+    assert len(advisory(ascend, config)) == 1
+
+
+def test_bad_driver_paths_config_fails_closed():
+    [message] = baseline(deployment("ascend", 1, ASCEND_IMAGE), {"driverHostPaths": "relative"})
+    assert message.startswith("policy config driverHostPaths = ")
+
+
+def test_missing_properties_are_no_violation():
+    bare = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}}
+    assert baseline(bare) == []
+    assert advisory(bare) == []
+
+
+def test_driver_mount_is_reported_as_advisory_with_its_reason():
+    [message] = advisory(deployment("ascend", 1, ASCEND_IMAGE))
+    assert (
+        "Deployment inference/inference-green mounts the host's /usr/local/Ascend/driver" in message
+    )
+    assert "read-only" in message and "CANN runtime" in message
+    assert advisory(deployment("nvidia", 4, NVIDIA_IMAGE)) == []

@@ -1,0 +1,246 @@
+"""image-pair-consistent and precision-verified-before-promotion over hand-built stacks."""
+
+from __future__ import annotations
+
+import pytest
+
+from policies.supply_chain import parse_image, pin_problem
+from tests.support.policy_objects import (
+    ASCEND_IMAGE,
+    NOT_APPLICABLE,
+    VERIFIED,
+    find,
+    good_stack,
+    stack_violations,
+)
+
+NEW_ASCEND = "registry/inference-service:v1.2.4-npu"
+NEW_NVIDIA = "registry/inference-service:v1.2.4-cuda"
+VERIFY = "`dualstack verify-precision --stack <stack> --nvidia URL --ascend URL`"
+
+
+def images(objects, config=None):
+    return stack_violations("image-pair-consistent", objects, config)
+
+
+def precision(objects, config=None):
+    return stack_violations("precision-verified-before-promotion", objects, config)
+
+
+def set_image(stack, hardware, image):
+    find(stack, "Deployment", hardware)["spec"]["template"]["spec"]["containers"][0]["image"] = (
+        image
+    )
+
+
+class TestImagePairConsistent:
+    def test_clean_stack_passes(self):
+        assert images(good_stack(20)) == []
+
+    @pytest.mark.parametrize(
+        ("image", "expected"),
+        [
+            ("registry/inference-service", "no tag or digest"),
+            ("registry/inference-service:latest", "moving tag `latest`"),
+        ],
+    )
+    def test_unpinned_images_fail(self, image, expected):
+        stack = good_stack(20)
+        set_image(stack, "ascend", image)
+        [message] = images(stack)
+        assert "Deployment inference/inference-green container 'inference'" in message
+        assert expected in message
+
+    def test_digest_with_release_tag_passes(self):
+        stack = good_stack(20)
+        set_image(stack, "ascend", ASCEND_IMAGE + "@sha256:" + "a" * 64)
+        assert images(stack) == []
+
+    def test_different_releases_fail(self):
+        stack = good_stack(20)
+        set_image(stack, "ascend", NEW_ASCEND)
+        [message] = images(stack)
+        assert "nvidia registry/inference-service:v1.2.3-cuda (v1.2.3)" in message
+        assert "ascend registry/inference-service:v1.2.4-npu (v1.2.4)" in message
+
+    def test_tag_outside_the_pattern_fails(self):
+        stack = good_stack(20)
+        set_image(stack, "nvidia", "registry/inference-service:nightly")
+        [message] = images(stack)
+        assert "tag 'nightly', which does not match the release pattern" in message
+
+    def test_tag_pattern_config_overrides_default(self):
+        stack = good_stack(20)
+        set_image(stack, "nvidia", "registry/inference-service:2024.06-gpu")
+        set_image(stack, "ascend", "registry/inference-service:2024.06-ascend")
+        assert len(images(stack)) == 2
+        assert images(stack, {"tagPattern": r"^(?P<release>\d{4}\.\d{2})-\w+$"}) == []
+
+    @pytest.mark.parametrize("pattern", ["(unclosed", r"^v\d+$"])
+    def test_bad_tag_pattern_fails_closed(self, pattern):
+        [message] = images(good_stack(20), {"tagPattern": pattern})
+        assert message.startswith("policy config tagPattern = ")
+
+    def test_missing_backend_or_image_fails_closed(self):
+        stack = good_stack(20)
+        del find(stack, "Deployment", "nvidia")["spec"]["template"]["spec"]["containers"]
+        [message] = images(stack)
+        assert (
+            "cannot check the nvidia image: Deployment inference/inference-blue has no containers"
+            in message
+        )
+
+    def test_stack_without_split_is_not_applicable(self):
+        assert images([find(good_stack(), "Service")]) == NOT_APPLICABLE
+
+
+@pytest.mark.parametrize(
+    ("image", "parts"),
+    [
+        ("registry/app:v1", ("registry/app", "v1", None)),
+        ("registry:5000/team/app", ("registry:5000/team/app", None, None)),
+        ("registry:5000/app:v1@sha256:ab", ("registry:5000/app", "v1", "sha256:ab")),
+        ("app@sha256:ab", ("app", None, "sha256:ab")),
+    ],
+)
+def test_parse_image(image, parts):
+    assert parse_image(image) == parts
+
+
+def test_pin_problem_for_missing_image():
+    assert pin_problem(None) == "has no image (None)"
+
+
+class TestPrecisionVerifiedBeforePromotion:
+    def test_raise_with_verified_image_passes(self):
+        assert precision(good_stack(20), {"previousWeight": 5}) == []
+
+    def test_raise_with_changed_image_fails(self):
+        stack = good_stack(20)
+        set_image(stack, "ascend", NEW_ASCEND)
+        [message] = precision(stack, {"previousWeight": 5})
+        assert "raising the Ascend weight from 5% to 20%" in message
+        assert f"serves {NEW_ASCEND} to live traffic" in message
+        assert f"precision-verified image is {ASCEND_IMAGE}" in message
+        assert f"run the precision check for {NEW_ASCEND}" in message
+        assert VERIFY in message
+
+    def test_raise_without_any_verified_image_fails(self):
+        stack = good_stack(20)
+        del find(stack, "Deployment", "ascend")["metadata"]["annotations"]
+        [message] = precision(stack, {"previousWeight": 5})
+        assert "no Ascend image is precision-verified" in message and VERIFY in message
+
+    @pytest.mark.parametrize("weight", [5, 20, 100])
+    def test_image_change_at_the_same_weight_fails(self, weight):
+        """The precision check is required after every image upgrade, not only on a raise."""
+        stack = good_stack(weight)
+        set_image(stack, "ascend", NEW_ASCEND)
+        [message] = precision(stack, {"previousWeight": weight})
+        assert message.startswith(
+            f"with the Ascend weight at {weight}%: Deployment inference/inference-green serves "
+            f"{NEW_ASCEND} to live traffic, but the precision-verified image is {ASCEND_IMAGE}"
+        )
+        assert "or set the weight to 0 while the new image is checked" in message
+
+    def test_holding_with_the_verified_image_passes(self):
+        assert precision(good_stack(20), {"previousWeight": 20}) == []
+
+    @pytest.mark.parametrize(("previous", "weight"), [(50, 20), (80, 0), (5, 0), (100, 80)])
+    def test_rollback_never_needs_verification(self, previous, weight):
+        """A decrease keeping the deployed image is never blocked, even with an unverified
+        (or no) verified image."""
+        stack = good_stack(weight)
+        set_image(stack, "ascend", NEW_ASCEND)
+        config = {"previousWeight": previous, "previousAscendImage": NEW_ASCEND}
+        assert precision(stack, config) == []
+        del find(stack, "Deployment", "ascend")["metadata"]["annotations"]
+        assert precision(stack, config) == []
+
+    @pytest.mark.parametrize(("previous", "weight"), [(50, 20), (100, 80), (20, 5)])
+    def test_decrease_with_a_new_image_needs_verification(self, previous, weight):
+        """Lowering the weight while changing the image puts an unchecked image on traffic."""
+        stack = good_stack(weight)
+        set_image(stack, "ascend", NEW_ASCEND)
+        [message] = precision(
+            stack, {"previousWeight": previous, "previousAscendImage": ASCEND_IMAGE}
+        )
+        assert message.startswith(
+            f"lowering the Ascend weight from {previous}% to {weight}% while replacing the "
+            f"deployed image {ASCEND_IMAGE}: Deployment inference/inference-green serves "
+            f"{NEW_ASCEND} to live traffic, but the precision-verified image is {ASCEND_IMAGE}"
+        )
+        assert VERIFY in message
+
+    def test_decrease_to_a_new_verified_image_passes(self):
+        stack = good_stack(20)
+        set_image(stack, "ascend", NEW_ASCEND)
+        find(stack, "Deployment", "ascend")["metadata"]["annotations"][VERIFIED] = NEW_ASCEND
+        assert precision(stack, {"previousWeight": 50, "previousAscendImage": ASCEND_IMAGE}) == []
+
+    def test_decrease_without_previous_image_fails_closed(self):
+        """No previousAscendImage: the image may have changed, so it must be the verified one."""
+        stack = good_stack(20)
+        set_image(stack, "ascend", NEW_ASCEND)
+        [message] = precision(stack, {"previousWeight": 50})
+        assert message.startswith(
+            "lowering the Ascend weight from 50% to 20% with no previousAscendImage to show the "
+            "image is the deployed one: "
+        )
+        assert precision(good_stack(20), {"previousWeight": 50}) == []  # the verified image
+
+    def test_decrease_to_zero_with_a_new_image_passes(self):
+        stack = good_stack(0)
+        set_image(stack, "ascend", NEW_ASCEND)
+        assert precision(stack, {"previousWeight": 50, "previousAscendImage": ASCEND_IMAGE}) == []
+
+    def test_previous_image_does_not_exempt_a_raise_or_a_hold(self):
+        stack = good_stack(20)
+        set_image(stack, "ascend", NEW_ASCEND)
+        for previous in (5, 20):
+            [message] = precision(
+                stack, {"previousWeight": previous, "previousAscendImage": NEW_ASCEND}
+            )
+            assert f"serves {NEW_ASCEND} to live traffic" in message
+
+    def test_bad_previous_image_fails_closed(self):
+        [message] = precision(good_stack(20), {"previousWeight": 50, "previousAscendImage": 7})
+        assert message.startswith("policy config previousAscendImage = 7.0 is not an image")
+
+    @pytest.mark.parametrize("previous", [None, 0, 20])
+    def test_weight_zero_never_needs_verification(self, previous):
+        stack = good_stack(0)
+        set_image(stack, "ascend", NEW_ASCEND)
+        del find(stack, "Deployment", "ascend")["metadata"]["annotations"]
+        config = {} if previous is None else {"previousWeight": previous}
+        assert precision(stack, config) == []
+
+    def test_first_deploy_counts_as_a_raise_from_zero(self):
+        stack = good_stack(5)
+        set_image(stack, "ascend", NEW_ASCEND)
+        [message] = precision(stack)
+        assert "from 0% to 5%" in message
+        assert precision(good_stack(0)) == []
+
+    def test_config_image_overrides_the_annotation(self):
+        stack = good_stack(20)
+        set_image(stack, "ascend", NEW_ASCEND)
+        assert precision(stack, {"previousWeight": 5, "verifiedAscendImage": NEW_ASCEND}) == []
+        find(stack, "Deployment", "ascend")["metadata"]["annotations"][VERIFIED] = NEW_ASCEND
+        set_image(stack, "ascend", ASCEND_IMAGE)
+        [message] = precision(stack, {"previousWeight": 5, "verifiedAscendImage": NEW_NVIDIA})
+        assert f"precision-verified image is {NEW_NVIDIA}" in message
+
+    def test_bad_previous_weight_fails_closed(self):
+        [message] = precision(good_stack(20), {"previousWeight": "five"})
+        assert message.startswith("policy config previousWeight = 'five'")
+
+    def test_missing_ascend_backend_fails_closed(self):
+        stack = good_stack(20)
+        find(stack, "DestinationRule")["spec"]["subsets"][1]["labels"] = {"hardware": "npu"}
+        [message] = precision(stack, {"previousWeight": 5})
+        assert "cannot check the Ascend image" in message
+
+    def test_no_split_is_not_applicable(self):
+        stack = [o for o in good_stack(20) if o["kind"] != "VirtualService"]
+        assert precision(stack, {"previousWeight": 5}) == NOT_APPLICABLE

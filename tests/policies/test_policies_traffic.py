@@ -1,0 +1,328 @@
+"""Traffic policies over hand-built ResourceValidationArgs / StackValidationArgs."""
+
+from __future__ import annotations
+
+import pytest
+
+from policies.traffic import allowed_increase
+from tests.support.policy_objects import (
+    HOST,
+    NOT_APPLICABLE,
+    find,
+    good_stack,
+    resource_args,
+    stack_violations,
+    violations,
+    virtual_service,
+)
+
+LADDER = (0, 5, 20, 50, 80, 100)
+
+
+def on_ladder(weight, config=None):
+    return violations("ascend-weight-on-ladder", resource_args(virtual_service(weight), config))
+
+
+def jump(weight, config=None):
+    return violations("no-unsafe-weight-jump", resource_args(virtual_service(weight), config))
+
+
+class TestAscendWeightOnLadder:
+    @pytest.mark.parametrize("weight", LADDER)
+    def test_every_step_passes(self, weight):
+        assert on_ladder(weight) == []
+
+    def test_off_ladder_weight_fails_naming_value_and_steps(self):
+        [message] = on_ladder(30)
+        assert "VirtualService inference/inference-vs" in message
+        assert "30%" in message
+        assert "0, 5, 20, 50, 80, 100" in message
+
+    def test_missing_properties_are_no_violation(self):
+        bare = {"apiVersion": "networking.istio.io/v1", "kind": "VirtualService", "metadata": {}}
+        assert violations("ascend-weight-on-ladder", resource_args(bare)) == []
+        vs = virtual_service(20)
+        del vs["spec"]["http"][0]["route"][1]["weight"]
+        [message] = violations("ascend-weight-on-ladder", resource_args(vs))
+        assert "weight None" in message
+
+    def test_other_kinds_are_ignored(self):
+        assert (
+            violations("ascend-weight-on-ladder", resource_args(find(good_stack(), "Service")))
+            == []
+        )
+
+    def test_configured_ladder_overrides_default(self):
+        assert on_ladder(30, {"ladder": [0, 30, 100]}) == []
+        assert len(on_ladder(20, {"ladder": [0, 30, 100]})) == 1
+
+    def test_configured_subset_name(self):
+        vs = virtual_service(30)
+        vs["spec"]["http"][0]["route"][1]["destination"]["subset"] = "npu"
+        assert violations("ascend-weight-on-ladder", resource_args(vs)) == []
+        assert (
+            len(violations("ascend-weight-on-ladder", resource_args(vs, {"ascendSubset": "npu"})))
+            == 1
+        )
+
+    def test_malformed_ladder_config_fails_closed(self):
+        [message] = on_ladder(20, {"ladder": [0, 50, 20, 100]})
+        assert message.startswith("policy config ladder = ")
+
+
+class TestNoUnsafeWeightJump:
+    @pytest.mark.parametrize(
+        ("previous", "weight"), [(5, 20), (20, 50), (80, 100), (0, 5), (20, 20)]
+    )
+    def test_one_step_up_or_unchanged_passes(self, previous, weight):
+        assert jump(weight, {"previousWeight": previous}) == []
+
+    @pytest.mark.parametrize(("previous", "weight"), [(80, 0), (50, 20), (100, 0), (20, 5)])
+    def test_any_decrease_passes(self, previous, weight):
+        assert jump(weight, {"previousWeight": previous}) == []
+
+    def test_skipping_steps_fails_with_the_allowed_step(self):
+        [message] = jump(80, {"previousWeight": 5})
+        assert "from 5% to 80%" in message
+        assert "next ladder step, 20%" in message
+        assert "Set ascendWeight to 20" in message
+
+    @pytest.mark.parametrize(("weight", "ok"), [(0, True), (5, True), (20, False), (100, False)])
+    def test_first_deploy_allows_only_zero_or_first_step(self, weight, ok):
+        found = jump(weight, {})
+        assert (found == []) is ok
+        if not ok:
+            assert "no previousWeight" in found[0] and "first ladder step 5%" in found[0]
+
+    def test_max_step_replaces_the_ladder_rule(self):
+        assert jump(20, {"previousWeight": 5, "maxStep": 15}) == []
+        [message] = jump(50, {"previousWeight": 5, "maxStep": 15})
+        assert "maxStep=15" in message and "20%" in message
+
+    def test_configured_ladder(self):
+        assert jump(10, {"previousWeight": 0, "ladder": [0, 10, 100]}) == []
+        assert len(jump(100, {"previousWeight": 0, "ladder": [0, 10, 100]})) == 1
+
+    def test_previous_weight_off_the_ladder_goes_to_the_next_step_above(self):
+        assert jump(20, {"previousWeight": 10}) == []
+        assert len(jump(50, {"previousWeight": 10})) == 1
+
+    @pytest.mark.parametrize("bad", ["abc", 150, 5.5, -1, True])
+    def test_bad_previous_weight_fails_closed(self, bad):
+        [message] = jump(5, {"previousWeight": bad})
+        assert "previousWeight" in message and "not an integer 0..100" in message
+
+    def test_non_integer_route_weight_fails(self):
+        [message] = jump(20.5, {"previousWeight": 5})
+        assert "20.5" in message and "not an integer" in message
+
+    def test_missing_properties_are_no_violation(self):
+        vs = virtual_service(80)
+        del vs["spec"]
+        assert violations("no-unsafe-weight-jump", resource_args(vs, {"previousWeight": 5})) == []
+
+
+@pytest.mark.parametrize(
+    ("previous", "max_step", "limit"),
+    [(None, None, 5), (5, None, 20), (80, None, 100), (100, None, 100), (5, 30, 35), (90, 30, 100)],
+)
+def test_allowed_increase(previous, max_step, limit):
+    assert allowed_increase(previous, LADDER, max_step) == limit
+
+
+def routes(objects):
+    return stack_violations("route-weights-valid", objects)
+
+
+class TestRouteWeightsValid:
+    def test_clean_stack_passes(self):
+        assert routes(good_stack(20)) == []
+
+    def test_weights_must_sum_to_100(self):
+        stack = good_stack(20)
+        stack[3] = virtual_service(20, nvidia_weight=70)
+        [message] = routes(stack)
+        assert "nvidia=70, ascend=20 sum to 90, not 100" in message
+
+    @pytest.mark.parametrize("bad", [20.5, -5, 105, "20"])
+    def test_weights_must_be_integers_0_to_100(self, bad):
+        stack = good_stack(20)
+        stack[3] = virtual_service(bad, nvidia_weight=80)
+        [message] = routes(stack)
+        assert f"weight {bad!r}" in message
+
+    def test_a_dropped_zero_weight_is_reported(self):
+        stack = good_stack(0)
+        del find(stack, "VirtualService")["spec"]["http"][0]["route"][1]["weight"]
+        [message] = routes(stack)
+        assert "explicit `weight: 0`" in message
+
+    def test_single_destination_without_weight_takes_all(self):
+        stack = good_stack(0)
+        route = find(stack, "VirtualService")["spec"]["http"][0]["route"]
+        del route[1]
+        del route[0]["weight"]
+        assert routes(stack) == []
+
+    def test_route_to_undefined_subset_fails(self):
+        stack = good_stack(20)
+        find(stack, "VirtualService")["spec"]["http"][0]["route"][1]["destination"]["subset"] = (
+            "npu"
+        )
+        missing, undefined = routes(stack)
+        assert "subset 'npu'" in undefined and "no DestinationRule" in undefined
+        assert "name no destination of subset 'ascend'" in missing
+
+    def test_subset_selecting_nothing_fails(self):
+        stack = good_stack(20)
+        find(stack, "DestinationRule")["spec"]["subsets"][1]["labels"]["hardware"] = "npu"
+        [message] = routes(stack)
+        assert "subset 'ascend'" in message and "app=inference-service, hardware=npu" in message
+        assert "503 UH no_healthy_upstream" in message
+
+    def test_subset_selecting_two_workloads_fails(self):
+        stack = good_stack(20)
+        del find(stack, "DestinationRule")["spec"]["subsets"][1]["labels"]["hardware"]
+        [message] = routes(stack)
+        assert "several workloads" in message
+        assert "inference-blue" in message and "inference-green" in message
+
+    def test_pods_outside_the_host_service_are_not_selected(self):
+        stack = good_stack(20)
+        find(stack, "Service")["spec"]["selector"] = {"app": "other"}
+        assert len(routes(stack)) == 2  # both subsets now select no endpoint of the host
+
+    def test_short_host_names_resolve_in_the_rule_namespace(self):
+        stack = good_stack(20)
+        find(stack, "DestinationRule")["spec"]["host"] = "inference-service"
+        assert routes(stack) == []
+
+    def test_missing_properties_do_not_crash(self):
+        stack = good_stack(20)
+        del find(stack, "DestinationRule")["spec"]
+        del find(stack, "Deployment", "nvidia")["spec"]
+        found = routes(stack)
+        assert len(found) == 2 and all("no DestinationRule" in m for m in found)
+        assert routes([]) == []
+
+    def test_ignores_keys_of_other_policies(self):
+        assert routes_with(good_stack(20), {"ladder": "x", "previousWeight": "abc"}) == []
+
+
+def routes_with(objects, config):
+    return stack_violations("route-weights-valid", objects, config)
+
+
+def split_of(stack):
+    """The destinations of the VirtualService's split route, for editing."""
+    return find(stack, "VirtualService")["spec"]["http"][0]["route"]
+
+
+def rename_subsets(stack, names):
+    """Rename the subsets nvidia/ascend in the DestinationRule and the route alike."""
+    for entry in find(stack, "DestinationRule")["spec"]["subsets"] + [
+        dest["destination"] for dest in split_of(stack)
+    ]:
+        key = "name" if "name" in entry else "subset"
+        entry[key] = names[entry[key]]
+    return stack
+
+
+class TestRouteWeightsValidConfig:
+    """`totalWeight`, `nvidiaSubset`, `ascendSubset`: every weighted route names both subsets
+    and sums to the total (REFERENCE.md: always emit `weight: 0`)."""
+
+    @pytest.mark.parametrize("weight", LADDER)
+    def test_every_ladder_step_passes_with_the_settings_config(self, weight):
+        config = {"totalWeight": 100, "nvidiaSubset": "nvidia", "ascendSubset": "ascend"}
+        assert routes_with(good_stack(weight), config) == []
+
+    def test_a_dropped_weight_zero_route_fails_naming_the_missing_subset(self):
+        stack = good_stack(0)
+        del split_of(stack)[1]  # the ascend destination at weight 0, dropped
+        [message] = routes(stack)
+        assert message == (
+            "VirtualService inference/inference-vs route 'split': weights nvidia=100 name no "
+            "destination of subset 'ascend'; list every backend's subset in the split, the idle "
+            "one with an explicit `weight: 0`"
+        )
+
+    def test_a_dropped_nvidia_route_at_100_fails(self):
+        stack = good_stack(100)
+        del split_of(stack)[0]
+        [message] = routes(stack)
+        assert "weights ascend=100 name no destination of subset 'nvidia'" in message
+
+    def test_weights_summing_to_99_fail(self):
+        stack = good_stack(20)
+        split_of(stack)[0]["weight"] = 79
+        [message] = routes(stack)
+        assert "nvidia=79, ascend=20 sum to 99, not 100; fix them" in message
+
+    def test_a_pin_route_without_weight_needs_no_other_subset(self):
+        """A header-matched route to one subset with no weight (a pin) is not a split."""
+        stack = good_stack(20)
+        http = find(stack, "VirtualService")["spec"]["http"]
+        pin = {"destination": {"host": HOST, "subset": "ascend"}}
+        http.insert(0, {"name": "debug-pin", "match": [{"headers": {}}], "route": [pin]})
+        assert routes(stack) == []
+        pin["weight"] = 100  # now weighted: a split that lacks nvidia
+        [message] = routes(stack)
+        assert "route 'debug-pin'" in message and "subset 'nvidia'" in message
+
+    @pytest.mark.parametrize("config", [None, {}, {"totalWeight": None, "ascendSubset": None}])
+    def test_missing_config_keys_take_the_defaults(self, config):
+        assert routes_with(good_stack(20), config) == []
+        stack = good_stack(20)
+        split_of(stack)[0]["weight"] = 79
+        assert len(routes_with(stack, config)) == 1
+        stack = good_stack(0)
+        del split_of(stack)[1]
+        assert len(routes_with(stack, config)) == 1
+
+    def test_total_weight_override(self):
+        stack = good_stack(20)
+        split_of(stack)[0]["weight"] = 800
+        split_of(stack)[1]["weight"] = 200
+        assert routes_with(stack, {"totalWeight": 1000}) == []
+        found = routes(stack)
+        assert [m.split(": ", 1)[1] for m in found] == [
+            "destination nvidia has weight 800.0; write an integer 0..100 (including an "
+            "explicit `weight: 0`)",
+            "destination ascend has weight 200.0; write an integer 0..100 (including an "
+            "explicit `weight: 0`)",
+        ]
+        [message] = routes_with(good_stack(20), {"totalWeight": 1000})
+        assert "sum to 100, not 1000" in message
+
+    def test_subset_name_overrides(self):
+        stack = rename_subsets(good_stack(20), {"nvidia": "gpu", "ascend": "npu"})
+        assert routes_with(stack, {"nvidiaSubset": "gpu", "ascendSubset": "npu"}) == []
+        [message] = routes(stack)
+        assert "name no destination of subset 'nvidia', 'ascend'" in message
+        [message] = routes_with(stack, {"nvidiaSubset": "gpu"})
+        assert "subset 'ascend';" in message
+
+    @pytest.mark.parametrize(
+        ("config", "text"),
+        [
+            ({"totalWeight": 0}, "totalWeight = 0.0 is not an integer 1..2147483647"),
+            ({"totalWeight": "abc"}, "totalWeight = 'abc' is not an integer"),
+            ({"totalWeight": 99.5}, "totalWeight = 99.5 is not an integer"),
+            ({"totalWeight": True}, "totalWeight = True is not an integer"),
+            ({"ascendSubset": 5}, "ascendSubset = 5.0 is not a non-empty string"),
+            ({"nvidiaSubset": ""}, "nvidiaSubset = '' is not a non-empty string"),
+            (
+                {"nvidiaSubset": "ascend"},
+                "nvidiaSubset and ascendSubset both name subset 'ascend'",
+            ),
+        ],
+    )
+    def test_malformed_config_is_one_violation(self, config, text):
+        [message] = routes_with(good_stack(20), config)
+        assert message.startswith(f"policy config {text}")
+        assert message.endswith("regenerate it with `dualstack policy-config`")
+
+
+def test_route_weight_policy_is_applicable_without_istio_objects():
+    assert routes([find(good_stack(), "Service")]) != NOT_APPLICABLE

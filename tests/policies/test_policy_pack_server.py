@@ -1,0 +1,147 @@
+"""The online path without the Pulumi CLI: start the pack the way the CLI's analyzer plugin
+does (`python -u -m pulumi.policy <engine> .` inside `policies/`) and speak its gRPC API.
+
+This checks what only a real run can: `policies/__main__.py` imports the validators when run
+by path, the pack serves every policy with its level and config schema, and config arriving
+through `Configure` (numbers as protobuf doubles) drives the same verdicts as offline.
+The server binds 127.0.0.1 on a random port and is stopped by the test.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import sys
+import threading
+
+import grpc
+import pytest
+import yaml
+from google.protobuf import empty_pb2, struct_pb2
+from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
+
+from dualstack.offline.policy_run import engine_value, type_token
+from policies import POLICIES
+from tests.conftest import REPO
+from tests.support.policy_objects import good_stack, virtual_service
+
+TIMEOUT = 20
+
+
+def struct(value: dict) -> struct_pb2.Struct:
+    message = struct_pb2.Struct()
+    message.update(json.loads(json.dumps(engine_value(value))))
+    return message
+
+
+@pytest.fixture
+def analyzer():
+    """A stub connected to the running pack; the process is killed afterwards."""
+    process = subprocess.Popen(
+        [sys.executable, "-u", "-m", "pulumi.policy", "127.0.0.1:1", "."],
+        cwd=REPO / "policies",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: lines.put(process.stdout.readline()), daemon=True).start()
+    try:
+        try:
+            port = int(lines.get(timeout=TIMEOUT).strip())
+        except (queue.Empty, ValueError):
+            process.kill()
+            pytest.fail(f"the pack did not start: {process.stderr.read()}")
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            grpc.channel_ready_future(channel).result(timeout=TIMEOUT)
+            yield analyzer_pb2_grpc.AnalyzerStub(channel)
+    finally:
+        process.kill()
+        process.wait(timeout=TIMEOUT)
+
+
+def test_pack_serves_every_policy(analyzer):
+    info = analyzer.GetAnalyzerInfo(empty_pb2.Empty(), timeout=TIMEOUT)
+    assert info.name == "dualstack-migration"
+    served = {p.name: p for p in info.policies}
+    assert list(served) == [p.name for p in POLICIES]
+    mandatory = analyzer_pb2.EnforcementLevel.Value("MANDATORY")
+    advisory = analyzer_pb2.EnforcementLevel.Value("ADVISORY")
+    assert served["accelerator-driver-hostpath"].enforcementLevel == advisory
+    assert all(
+        p.enforcementLevel == mandatory
+        for n, p in served.items()
+        if n != "accelerator-driver-hostpath"
+    )
+    assert "previousWeight" in served["no-unsafe-weight-jump"].configSchema.properties
+
+
+def configure(analyzer, config: dict) -> None:
+    request = analyzer_pb2.ConfigureAnalyzerRequest(
+        policyConfig={
+            name: analyzer_pb2.PolicyConfig(
+                enforcementLevel=analyzer_pb2.EnforcementLevel.Value("MANDATORY"),
+                properties=struct(values),
+            )
+            for name, values in config.items()
+        }
+    )
+    analyzer.Configure(request, timeout=TIMEOUT)
+
+
+def analyze_vs(analyzer, weight: int) -> list:
+    request = analyzer_pb2.AnalyzeRequest(
+        type="kubernetes:networking.istio.io/v1:VirtualService",
+        properties=struct(virtual_service(weight)),
+        urn="urn:pulumi:prod::dualstack-inference::kubernetes:networking.istio.io/v1:VirtualService::vs",
+        name="inference-traffic-virtual-service",
+    )
+    return list(analyzer.Analyze(request, timeout=TIMEOUT).diagnostics)
+
+
+def test_weight_jump_is_judged_against_the_configured_previous_weight(analyzer):
+    configure(analyzer, {"no-unsafe-weight-jump": {"previousWeight": 5}})
+    assert analyze_vs(analyzer, 20) == []
+    [diagnostic] = analyze_vs(analyzer, 80)
+    assert diagnostic.policyName == "no-unsafe-weight-jump"
+    assert diagnostic.enforcementLevel == analyzer_pb2.EnforcementLevel.Value("MANDATORY")
+    assert "from 5% to 80%" in diagnostic.message
+
+
+def test_stack_policies_run_over_the_whole_stack(analyzer):
+    configure(analyzer, {"rollback-capacity": {"totalReplicas": 4}})
+    stack = good_stack(50)
+    stack[0]["spec"]["replicas"] = 2
+    resources = [
+        analyzer_pb2.AnalyzerResource(
+            type=type_token(obj),
+            properties=struct(obj),
+            urn=f"urn:pulumi:prod::dualstack-inference::{type_token(obj)}::{index}",
+            name=str(index),
+        )
+        for index, obj in enumerate(stack)
+    ]
+    response = analyzer.AnalyzeStack(
+        analyzer_pb2.AnalyzeStackRequest(resources=resources), timeout=TIMEOUT
+    )
+    [diagnostic] = response.diagnostics
+    assert diagnostic.policyName == "rollback-capacity"
+    assert "inference-blue has 2 replicas" in diagnostic.message
+    assert diagnostic.urn.endswith("::0")
+
+
+def test_importing_the_validators_does_not_start_the_pack():
+    """Only `policies/__main__.py` builds the PolicyPack (which would serve forever)."""
+    code = "import policies, policies.common, policies.stack_view; print(len(policies.POLICIES))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT
+    )
+    assert (done.returncode, done.stdout) == (0, "10\n"), done.stderr
+
+
+def test_pack_manifest_names_the_python_runtime():
+    manifest = yaml.safe_load((REPO / "policies" / "PulumiPolicy.yaml").read_text())
+    assert manifest["runtime"]["name"] == "python"
+    assert manifest["runtime"]["options"]["virtualenv"] == "../.venv"
+    assert manifest["version"]
