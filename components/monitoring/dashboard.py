@@ -1,8 +1,8 @@
 """The Grafana dashboard comparing NVIDIA and Ascend side by side (pure: settings -> JSON dict).
 
 Every query reads a series the recording rules produce (`components.monitoring.metric_names`)
-for the stack's namespace, or, for chip health, the npu-exporter series itself; nothing else. Panels:
-migration progress against the configured weight, error ratio / latency / request rate per
+for the stack's namespace, or, for chip health, the npu-exporter series itself; nothing else.
+Panels: migration progress against the configured weight, error ratio / latency / request rate per
 hardware, accelerator utilisation / memory / temperature / power, accelerator-hours and cost.
 Grafana dashboard JSON model, schemaVersion 39 (grafana.com/docs/grafana/latest/dashboards/
 build-dashboards/view-dashboard-json-model/).

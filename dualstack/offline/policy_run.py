@@ -210,7 +210,8 @@ def run_policies(
     """Run every policy of the pack over rendered objects; results in pack order.
 
     `objects` are `dualstack.offline.render` objects (dicts, ints as ints); `pack_config` has
-    the shape of the `--policy-pack-config` file that `dualstack.offline.policy_config.pack_config` builds.
+    the shape of the `--policy-pack-config` file that
+    `dualstack.offline.policy_config.pack_config` builds.
     """
     resources = policy_resources(objects, stack)
     labels = {r.urn: describe(r.resource_type, r.props) for r in resources}
