@@ -3,9 +3,9 @@
 The rules (`components.monitoring.prometheus_rule`) and the dashboard
 (`components.monitoring.dashboard`) are pure functions of the settings; this component only
 registers them. The PrometheusRule is a prometheus-operator CRD (`monitoring.coreos.com/v1`),
-registered as an `apiextensions.CustomResource` whose camelCase `spec` Pulumi passes through untouched; the
-ConfigMap carries the label the Grafana dashboard sidecar selects on (`grafana_dashboard: "1"`
-by default).
+registered as an `apiextensions.CustomResource` whose camelCase `spec` Pulumi passes through
+untouched; the ConfigMap carries the label the Grafana dashboard sidecar selects on
+(`grafana_dashboard: "1"` by default).
 """
 
 from __future__ import annotations
