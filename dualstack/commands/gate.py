@@ -10,11 +10,12 @@ from pathlib import Path
 
 from components.settings import Settings, load_settings
 from dualstack.commands.output_paths import check_output_file
+from dualstack.errors import UsageError
 from dualstack.gate.criteria import GateReport, evaluate, parse_duration, parse_time, parse_window
 from dualstack.gate.data import DEFAULT_BOUNDS, DataBounds
 from dualstack.gate.prometheus import PrometheusClient, check_url
 from dualstack.gate.report import format_markdown, format_table
-from dualstack.repo.project import UsageError, find_root, load_stack_config
+from dualstack.repo.project import find_root, load_stack_config
 
 PROMETHEUS_ENV = "DUALSTACK_PROMETHEUS_URL"
 """Environment variable read when `--prometheus` is not given."""

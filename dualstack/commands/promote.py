@@ -9,14 +9,14 @@ from pathlib import Path
 from components.settings import Settings, SettingsError, load_settings
 from dualstack.commands.gate import add_gate_arguments, run_gate
 from dualstack.commands.output_paths import check_output_file
+from dualstack.errors import UsageError
 from dualstack.gate.criteria import GateReport
 from dualstack.gate.report import format_markdown, verdict
-from dualstack.offline.policy_config import StackOutputError
 from dualstack.offline.policy_run import PolicyResult
 from dualstack.offline.preview import Preview, build_preview, format_preview
-from dualstack.pulumi_cli import deployed_weight
+from dualstack.pulumi_cli import StackOutputError, deployed_weight
 from dualstack.repo.baseref import default_base, describe
-from dualstack.repo.project import UsageError, find_root, load_stack_config
+from dualstack.repo.project import find_root, load_stack_config
 from dualstack.repo.stackfile import read_config_at, stack_path
 from dualstack.step.pr_text import commit_message, promotion_body, promotion_title
 from dualstack.step.publish import (
