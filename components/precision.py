@@ -25,6 +25,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 import precision_check as checker
+from components import resource_names as rn
 from components.naming import direct_service_name, service_host
 from components.settings import Hardware, Settings
 
@@ -216,7 +217,7 @@ class PrecisionCheck(pulumi.ComponentResource):
     def __init__(
         self, name: str, settings: Settings, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("dualstack:index:PrecisionCheck", name, None, opts)
+        super().__init__(rn.PRECISION_TYPE, name, None, opts)
         object_names = names(settings)
 
         def meta(object_name: str) -> dict[str, Any]:

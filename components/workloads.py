@@ -12,6 +12,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import resource_names as names
 from components.capacity import ascend_replicas, nvidia_replicas
 from components.naming import (
     POOL_LABEL,
@@ -180,7 +181,7 @@ class InferenceWorkload(pulumi.ComponentResource):
         hardware: Hardware,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        super().__init__("dualstack:index:InferenceWorkload", name, None, opts)
+        super().__init__(names.WORKLOAD_TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         hw = settings.hardware(hardware)
         labels = pod_labels(settings, hardware)
@@ -192,13 +193,13 @@ class InferenceWorkload(pulumi.ComponentResource):
         if annotations := deployment_annotations(settings, hardware):
             deployment_meta["annotations"] = annotations
         deployment = k8s.apps.v1.Deployment(
-            f"{name}-deployment",
+            names.child(name, names.DEPLOYMENT),
             metadata=deployment_meta,
             spec=deployment_spec(settings, hardware),
             opts=child,
         )
         k8s.policy.v1.PodDisruptionBudget(
-            f"{name}-pdb",
+            names.child(name, names.PDB),
             metadata=meta(f"{hw.deployment_name}-pdb"),
             spec={
                 "maxUnavailable": 1,
@@ -207,7 +208,7 @@ class InferenceWorkload(pulumi.ComponentResource):
             opts=child,
         )
         service = k8s.core.v1.Service(
-            f"{name}-service",
+            names.child(name, names.SERVICE),
             metadata=meta(direct_service_name(settings, hardware)),
             spec=direct_service_spec(settings, hardware),
             opts=child,
