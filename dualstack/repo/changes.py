@@ -17,9 +17,26 @@ from dualstack.repo.git import GitError, git
 STACK_FILE = re.compile(r"^Pulumi\.(?P<stack>[A-Za-z0-9_.-]+)\.ya?ml$")
 """`Pulumi.<stack>.yaml` at the repo root (Pulumi also reads `.yml`)."""
 
-PROGRAM_PATHS = ("Pulumi.yaml", "__main__.py", "components/", "policies/", "pyproject.toml")
-"""Files and folders (ending in `/`) whose change touches every stack: the program, the
-policy pack and the pinned SDK versions."""
+PROGRAM_PATHS = (
+    "Pulumi.yaml",
+    "__main__.py",
+    "components/",
+    "policies/",
+    "precision_check/",
+    "dualstack/",
+    "pyproject.toml",
+    "requirements.lock",
+    "requirements-dev.lock",
+    "Makefile",
+    ".ci/",
+    ".github/",
+    ".gitlab-ci.yml",
+)
+"""Files and folders (ending in `/`) whose change touches every stack: everything that changes
+what a stack deploys or how it is judged. The program (`__main__.py`, `components/`,
+`Pulumi.yaml`), the in-cluster checker (`precision_check/`: the Job's name hashes its source),
+the policy pack, the CLI that renders, previews and gates (`dualstack/`), the pinned
+dependencies, and the pipelines that run them."""
 
 PRODUCTION = re.compile(r"^(prod|production)([-_.].*)?$")
 """Stack names deployed last: `prod`, `production`, `prod-eu`, `production_2`."""

@@ -22,7 +22,6 @@ from dualstack.step.emergency import (
 )
 from tests.conftest import cfg, find
 
-
 # The tokens and names a user passes to `pulumi up --target` (stated here, not imported).
 TOP = ("dualstack:index:DualStackInference", "inference")
 TRAFFIC_TYPE = "dualstack:index:TrafficSplit"
