@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from dualstack import __version__
-from dualstack.errors import EXIT_ERROR, EXIT_OK, error_lines, expected_errors
+from dualstack.errors import EXIT_ERROR, EXIT_OK, UsageError, error_lines
 
 COMMANDS = (
     "render",
@@ -75,6 +75,33 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for name in COMMANDS if command is None else (command,):
         importlib.import_module(f"dualstack.commands.{name}").register(subparsers)
     return parser
+
+
+def expected_errors() -> tuple[type[BaseException], ...]:
+    """Errors that mean bad input or an unreachable dependency: one line, exit 2.
+
+    Imported lazily, so a command pays only for the modules it loads itself.
+    """
+    from components.settings import SettingsError
+    from dualstack.gate.prometheus import PrometheusError
+    from dualstack.offline.render import RenderError
+    from dualstack.offline.schemas import SchemaError
+    from dualstack.pulumi_cli import PulumiCliError, StackOutputError
+    from dualstack.repo.git import GitError
+    from dualstack.repo.stackfile import StackFileError
+
+    return (
+        SettingsError,
+        StackFileError,
+        RenderError,
+        SchemaError,
+        UsageError,
+        GitError,
+        PrometheusError,
+        StackOutputError,
+        PulumiCliError,
+        OSError,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

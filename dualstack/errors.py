@@ -2,8 +2,9 @@
 
 Exit codes shared by every command: 0 success, 1 a check failed (policy violation, gate
 failure, precision mismatch), 2 the command could not do its work (bad input, missing file,
-unreachable server). An expected error (`expected_errors()`) prints one line per cause on
-stderr, prefixed `error:`, and exits 2; anything else is a bug and keeps its traceback.
+unreachable server). An expected error (`dualstack.cli.expected_errors()`) prints one line
+per cause on stderr, prefixed `error:`, and exits 2; anything else is a bug and keeps its
+traceback. This module imports nothing of the project, so every package may raise its errors.
 """
 
 from __future__ import annotations
@@ -13,33 +14,6 @@ EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
 
 class UsageError(ValueError):
     """A command-line value is malformed (e.g. `--set` without `=`, an unknown flag value)."""
-
-
-def expected_errors() -> tuple[type[BaseException], ...]:
-    """Errors that mean bad input or an unreachable dependency: one line, exit 2.
-
-    Imported lazily, so a command pays only for the modules it loads itself.
-    """
-    from components.settings import SettingsError
-    from dualstack.gate.prometheus import PrometheusError
-    from dualstack.offline.render import RenderError
-    from dualstack.offline.schemas import SchemaError
-    from dualstack.pulumi_cli import PulumiCliError, StackOutputError
-    from dualstack.repo.git import GitError
-    from dualstack.repo.stackfile import StackFileError
-
-    return (
-        SettingsError,
-        StackFileError,
-        RenderError,
-        SchemaError,
-        UsageError,
-        GitError,
-        PrometheusError,
-        StackOutputError,
-        PulumiCliError,
-        OSError,
-    )
 
 
 def error_lines(exc: BaseException) -> list[str]:
