@@ -7,7 +7,7 @@ from pathlib import Path
 
 from components.settings import load_settings
 from dualstack.commands.options import add_gate_arguments, run_gate
-from dualstack.repo.project import find_root, load_stack_config
+from dualstack.repo.stack_config import find_root, load_stack_config
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -11,7 +11,7 @@ from dualstack.commands.output_paths import check_output_file
 from dualstack.errors import UsageError
 from dualstack.offline.policy_config import base_settings_at, pack_config, write_config
 from dualstack.pulumi_cli import read_deployed_weight
-from dualstack.repo.project import find_root, load_stack_config
+from dualstack.repo.stack_config import find_root, load_stack_config
 
 
 def weight(text: str) -> int:

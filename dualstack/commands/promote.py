@@ -22,7 +22,7 @@ from dualstack.gate.report import format_markdown, verdict
 from dualstack.offline.preview import Preview, build_preview, format_preview
 from dualstack.pulumi_cli import StackOutputError, deployed_weight
 from dualstack.repo.baseref import default_base, describe
-from dualstack.repo.project import find_root, load_stack_config
+from dualstack.repo.stack_config import find_root, load_stack_config
 from dualstack.repo.stackfile import read_config_at, stack_path
 from dualstack.step.pr_text import promotion_body, promotion_title
 from dualstack.step.publish import (

@@ -14,7 +14,7 @@ from dualstack.offline.preview import Side, build_preview, check_policies, forma
 from dualstack.offline.render import RenderError, render
 from dualstack.offline.schemas import SchemaError
 from dualstack.repo.baseref import default_base
-from dualstack.repo.project import find_root, load_stack_config
+from dualstack.repo.stack_config import find_root, load_stack_config
 from dualstack.repo.stackfile import StackFileError, stack_path
 from dualstack.step.emergency import instructions
 from dualstack.step.pr_text import rollback_body, rollback_title
