@@ -5,6 +5,8 @@
   the check's verdict (0 pass, 1 mandatory violation or failed check, 2 error).
 - `gitlab-note FILE`: post or update that comment on the merge request.
 - `rollback-targets --stack S`: the URNs the emergency rollback's `pulumi up --target` takes.
+- `judge --stack S --protocol N`: the judge protocol (`dualstack.offline.judge`), run in the
+  BASE's tree by `preview --base` and `policy-config --base`: request on stdin, JSON answer.
 """
 
 from __future__ import annotations
@@ -97,6 +99,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     targets.set_defaults(func=run_rollback_targets)
 
+    judge = steps.add_parser(
+        "judge",
+        help="internal: judge a head (JSON on stdin) with this tree's code and facts",
+        description="The judge protocol: render this tree's stack (the base), read the head's "
+        "stack config and rendered objects as JSON on stdin, and print the base's facts, the "
+        "envelope changes, the pack config and the pack's results as JSON. Exit 0 answered, 2 "
+        "the base cannot judge (one line on stderr).",
+    )
+    judge.add_argument("--stack", required=True)
+    judge.add_argument(
+        "--protocol", type=int, required=True, help="the protocol version the caller speaks"
+    )
+    judge.set_defaults(func=run_judge)
+
 
 def _fail(exc: Exception) -> int:
     print(f"error: {exc}", file=sys.stderr)
@@ -180,4 +196,23 @@ def run_rollback_targets(args: argparse.Namespace) -> int:
         urns = rollback_targets(root, args.stack, args.base)
     if urns:
         print("\n".join(urns))
+    return 0
+
+
+def run_judge(args: argparse.Namespace) -> int:
+    """Render the base first (the caller renders the head meanwhile), then read the request."""
+    from dualstack.offline.judge import PROTOCOL, JudgeError, base_of_tree, head_of_request, judge
+
+    if args.protocol != PROTOCOL:
+        return _fail(
+            ValueError(f"judge protocol {args.protocol} asked, this code speaks {PROTOCOL}")
+        )
+    root = find_root(Path(args.cwd) if args.cwd else None)
+    try:
+        base = base_of_tree(root, args.stack)
+        request = json.loads(sys.stdin.read())
+        answer = judge(base, head_of_request(request))
+    except (JudgeError, json.JSONDecodeError) as exc:
+        return _fail(exc)
+    json.dump(answer, sys.stdout)
     return 0

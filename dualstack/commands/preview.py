@@ -8,7 +8,7 @@ from pathlib import Path
 
 from components.settings import load_settings
 from dualstack.errors import UsageError
-from dualstack.offline.preview import build_preview, format_preview
+from dualstack.offline.preview import build_preview, build_preview_from_base, format_preview
 from dualstack.repo.baseref import default_base
 from dualstack.repo.stack_config import find_root, load_stack_config
 
@@ -26,10 +26,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "preview",
         help="what a migration step changes, against a git base (offline)",
-        description="Render the stack from the working tree and from BASE's config, run the "
-        "policy pack over the head (previous weight = BASE's), then print the weight move, the "
-        "replica move, each policy's result, each object's change and a unified diff. Exit 0 "
-        "ok, 1 a mandatory policy is violated, 2 the preview could not be built.",
+        description="Render the stack from the working tree with this code, and have BASE's "
+        "own code judge it: BASE's render, facts (previous weight, step limit, capacity, "
+        "verified images, ...), envelope changes and policy pack. Prints the weight move, the "
+        "replica move, the safety-envelope changes, each policy's result, each object's change "
+        "and a unified diff. Exit 0 ok, 1 a mandatory policy is violated, 2 the preview could "
+        "not be built or the base cannot judge (never judged as a first deploy unless the "
+        "stack file is absent at the base).",
     )
     parser.add_argument("--stack", default="prod", help="stack name (default: prod)")
     parser.add_argument(
@@ -38,6 +41,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="GIT_REF",
         help="compare with the stack config at this ref (default: merge base with the "
         "default branch; on that branch, HEAD)",
+    )
+    parser.add_argument(
+        "--head",
+        type=Path,
+        metavar="DIR",
+        help="run from a checkout of the base (-C): judge the head tree DIR, rendered by its "
+        "own code and read as data (the pipelines); excludes --base, --set and --next",
+    )
+    parser.add_argument(
+        "--owner-approved",
+        action="store_true",
+        help="the change carries the owners' approval (pipelines: from the code host's "
+        "review state only); an envelope change then passes if it moves no traffic",
     )
     parser.add_argument(
         "--set",
@@ -57,11 +73,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run `dualstack preview`; returns the exit code (errors propagate to `cli.main`)."""
     root = find_root(Path(args.cwd) if args.cwd else None)
-    base = args.base if args.base is not None else default_base(root)
-    overrides = list(args.set)
-    if args.next:
-        overrides.append(f"ascendWeight={next_step(root, args.stack, overrides)}")
-    preview = build_preview(root, args.stack, base, overrides)
+    if args.head is not None:
+        if args.base is not None or args.set or args.next:
+            raise UsageError("--head judges the head tree as it is: no --base, --set or --next")
+        head = find_root(args.head)
+        preview = build_preview_from_base(root, args.stack, head, args.owner_approved)
+    else:
+        base = args.base if args.base is not None else default_base(root)
+        overrides = list(args.set)
+        if args.next:
+            overrides.append(f"ascendWeight={next_step(root, args.stack, overrides)}")
+        preview = build_preview(root, args.stack, base, overrides, args.owner_approved)
     sys.stdout.write(format_preview(preview))
     violated = sorted({result.policy for result in preview.violations})
     if violated:

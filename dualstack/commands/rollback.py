@@ -9,11 +9,14 @@ from pathlib import Path
 from components.settings import SettingsError, load_settings
 from dualstack.commands.options import add_pr_arguments, commit_plan, policy_refusal, publish
 from dualstack.commands.output_paths import check_output_file
+from dualstack.errors import UsageError
+from dualstack.offline.judge import JudgeError
 from dualstack.offline.policy_run import PolicyResult, blocking
 from dualstack.offline.preview import Side, build_preview, check_policies, format_preview
 from dualstack.offline.render import RenderError, render
 from dualstack.offline.schemas import SchemaError
 from dualstack.repo.baseref import default_base
+from dualstack.repo.git import GitError
 from dualstack.repo.stack_config import find_root, load_stack_config
 from dualstack.repo.stackfile import StackFileError, stack_path
 from dualstack.step.emergency import instructions
@@ -97,7 +100,15 @@ def _rollback(args: argparse.Namespace, root: Path, plan: CommitPlan | None) -> 
     change = change_weight(root, args.stack, settings, target)
     try:
         preview = build_preview(root, args.stack, base)
-    except (SettingsError, RenderError, SchemaError, StackFileError) as exc:
+    except (
+        SettingsError,
+        RenderError,
+        SchemaError,
+        StackFileError,
+        JudgeError,
+        UsageError,
+        GitError,
+    ) as exc:
         preview, preview_text = None, f"(no preview: {str(exc).splitlines()[0]})"
     else:
         preview_text = format_preview(preview)
