@@ -17,6 +17,21 @@ from dualstack.offline.render import objects_of, run_program
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 STACK_FILES = ("Pulumi.yaml", "Pulumi.prod.yaml", "Pulumi.staging.yaml")
+CODE = ("components", "dualstack", "policies", "precision_check", "__main__.py")
+"""The project's code a base needs to judge (`dualstack.offline.judge`): its packages and the
+program's entry point, copied from this tree."""
+
+
+def copy_code(repo: Path) -> None:
+    """Copy this tree's code (`CODE`) into `repo`, without bytecode caches: a base commit of
+    `repo` then holds the very code the tests run, so it judges in-process."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in CODE:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, repo / name, ignore=ignore)
+        else:
+            shutil.copy(source, repo / name)
 
 
 def cfg(**keys: Any) -> dict[str, Any]:
@@ -76,11 +91,13 @@ def git(repo: Path, *args: str) -> str:
 
 @pytest.fixture
 def git_repo(tmp_path: Path) -> Path:
-    """A real git repository holding copies of the project's stack files, committed on main."""
+    """A real git repository holding copies of the project's stack files and code (the base's
+    judge, `copy_code`), committed on main."""
     repo = tmp_path / "gitops"
     repo.mkdir()
     for name in STACK_FILES:
         shutil.copy(REPO / name, repo / name)
+    copy_code(repo)
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "initial stacks")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.settings import PROJECT
+from components.settings import PROJECT, Settings
 from dualstack.repo.changes import touches_program
 from dualstack.repo.git import git
 
@@ -106,6 +106,8 @@ def _text(value: Any, present: bool) -> str:
         return UNSET
     if isinstance(value, str):
         return value
+    if isinstance(value, bool | int | float):
+        return str(_normal(value))
     return json.dumps(value, sort_keys=True, separators=(", ", ": "))
 
 
@@ -114,11 +116,33 @@ def _shown(path: str) -> str:
     return path.removeprefix(f"{PROJECT}:")
 
 
-def config_changes(base: Mapping[str, Any], head: Mapping[str, Any]) -> list[EnvelopeChange]:
+def effective(config: Mapping[str, Any], settings: Settings | None) -> dict[str, Any]:
+    """{dotted path: leaf} of a stack config: the project's keys as the settings resolve them
+    (defaults included, so an explicit default is no change) when `settings` is given, else
+    as written; other namespaces (`kubernetes:context`, ...) as written."""
+    raw = flatten(config)
+    if settings is None:
+        return raw
+    ours = f"{PROJECT}:"
+    dumped = settings.model_dump(by_alias=True, mode="json")
+    values = {path: leaf for path, leaf in raw.items() if not path.startswith(ours)}
+    values.update(flatten({f"{ours}{key}": value for key, value in dumped.items()}))
+    return {path: leaf for path, leaf in values.items() if leaf is not None}
+
+
+def config_changes(
+    base: Mapping[str, Any],
+    head: Mapping[str, Any],
+    base_settings: Settings | None = None,
+    head_settings: Settings | None = None,
+) -> list[EnvelopeChange]:
     """Every config fact that differs between the base and the head stack config, except the
-    step facts (`STEP_FACTS`), sorted by path. Values compare as `pulumi config` stores them
-    (4 and "4" are equal); a fact absent on one side shows as `(unset)`."""
-    before, after = flatten(base), flatten(head)
+    step facts (`STEP_FACTS`), sorted by path: resolved through both sides' settings (read
+    by the base's code) when both are given, else as written. Values compare as `pulumi
+    config` stores them (4 and "4" are equal); a fact absent on one side shows `(unset)`."""
+    both = base_settings is not None and head_settings is not None
+    before = effective(base, base_settings if both else None)
+    after = effective(head, head_settings if both else None)
     changes = []
     for path in sorted(set(before) | set(after)):
         if path in STEP_FACTS:
@@ -166,10 +190,12 @@ def envelope_changes(
     head: Mapping[str, Any],
     files: list[EnvelopeChange],
     stack: str,
+    settings: tuple[Settings | None, Settings | None] = (None, None),
 ) -> list[EnvelopeChange]:
     """The whole envelope diff: the stack file itself when it is new at the base (a first
-    deploy), else its config changes; then the program files."""
+    deploy), else its config changes (`settings`: base and head as the base's code reads
+    them, see `config_changes`); then the program files."""
     if base is None:
         stack_file = EnvelopeChange(f"Pulumi.{stack}.yaml", "absent", "added", "stack")
         return [stack_file, *files]
-    return [*config_changes(base, head), *files]
+    return [*config_changes(base, head, *settings), *files]

@@ -162,7 +162,8 @@ def judge(base: BaseSide, head: HeadData) -> dict[str, Any]:
         files = file_changes(head.root, base.commit)
     except GitError as exc:
         raise JudgeError(f"cannot compare the head's tree with the base: {exc}") from None
-    envelope = envelope_changes(base.config, head.config, files, base.stack)
+    sides = (base.settings, head_settings)
+    envelope = envelope_changes(base.config, head.config, files, base.stack, sides)
     if head.previous_weight == BASE_WEIGHT:
         previous = base.settings.ascend_weight if base.settings is not None else None
     else:
