@@ -24,7 +24,7 @@ from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 from dualstack.offline.policy_run import engine_value, type_token
 from policies import POLICIES
 from tests.conftest import REPO
-from tests.support.policy_objects import good_stack, virtual_service
+from tests.support.policy_objects import JUDGED, good_stack, virtual_service
 
 TIMEOUT = 20
 
@@ -110,7 +110,7 @@ def test_weight_jump_is_judged_against_the_configured_previous_weight(analyzer):
 
 
 def test_stack_policies_run_over_the_whole_stack(analyzer):
-    configure(analyzer, {"rollback-capacity": {"totalReplicas": 4}})
+    configure(analyzer, {**JUDGED, "rollback-capacity": {"totalReplicas": 4}})
     stack = good_stack(50)
     stack[0]["spec"]["replicas"] = 2
     resources = [
@@ -137,7 +137,7 @@ def test_importing_the_validators_does_not_start_the_pack():
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT
     )
-    assert (done.returncode, done.stdout) == (0, "10\n"), done.stderr
+    assert (done.returncode, done.stdout) == (0, "11\n"), done.stderr
 
 
 def test_pack_manifest_names_the_python_runtime():

@@ -34,8 +34,8 @@ def test_gate_markdown_that_is_a_folder_is_refused(tmp_path, capsys):
 
 def test_policy_config_output_in_a_missing_folder_is_one_line(tmp_path, capsys):
     target = tmp_path / "ci" / "policy.json"
-    argv = ["-C", str(REPO), "policy-config", "--previous-weight", "5", "-o", str(target)]
-    assert main(argv) == 2
+    argv = ["-C", str(REPO), "policy-config", "--previous-weight", "5", "--base", "HEAD"]
+    assert main([*argv, "-o", str(target)]) == 2
     err = one_error_line(capsys.readouterr().err)
     assert err == f"error: --output {target}: folder {target.parent} does not exist\n"
 
@@ -87,12 +87,12 @@ def test_os_errors_read_as_cause_and_path(error, line):
     assert error_lines(error) == [line]
 
 
-def test_an_os_error_inside_a_command_is_one_line(tmp_path, monkeypatch, capsys):
+def test_an_os_error_inside_a_command_is_one_line(git_repo, tmp_path, monkeypatch, capsys):
     def full_disk(self, *args, **kwargs):
         raise OSError(28, "No space left on device", str(self))
 
     monkeypatch.setattr(Path, "write_text", full_disk)
     target = tmp_path / "policy.json"
-    argv = ["-C", str(REPO), "policy-config", "--previous-weight", "5", "-o", str(target)]
-    assert main(argv) == 2
+    argv = ["-C", str(git_repo), "policy-config", "--previous-weight", "5", "--base", "main"]
+    assert main([*argv, "-o", str(target)]) == 2
     assert capsys.readouterr().err == f"error: No space left on device: {target}\n"

@@ -114,8 +114,8 @@ def test_a_head_that_rejects_the_base_config_is_not_a_first_deploy(repo):
     edit_code(
         repo,
         "components/settings/model.py",
-        "    verified_images: tuple[VerifiedPair, ...] = Field(\n        (),\n",
-        "    verified_images: tuple[VerifiedPair, ...] = Field(\n        (),\n        max_length=0,\n",
+        '        (),\n        description="The verification history',
+        '        (),\n        max_length=0,\n        description="The verification history',
     )
     write_stack(repo, "prod", {"ascendWeight": "100", "ladder": [0, 5, 100]})
     done = head_preview(repo)

@@ -14,9 +14,9 @@ from dualstack.offline.policy_run import (
     type_token,
 )
 from tests.conftest import cfg
-from tests.support.policy_objects import good_stack, virtual_service
+from tests.support.policy_objects import JUDGED, good_stack, virtual_service
 
-JUMP = {"no-unsafe-weight-jump": {"previousWeight": 5}}
+JUMP = {**JUDGED, "no-unsafe-weight-jump": {"previousWeight": 5}}
 
 
 def by_policy(results):
@@ -61,7 +61,7 @@ def test_rendered_prod_stack_passes_with_one_advisory(render_objects):
         cfg(ascendWeight="20", verifiedAscendImage="registry/inference-service:v1.2.3-npu")
     )
     results = by_policy(run_policies(objects, JUMP))
-    assert len(results) == 10
+    assert len(results) == 11
     [advisory] = results.pop("accelerator-driver-hostpath")
     assert (
         advisory.outcome == "advisory"
