@@ -5,6 +5,7 @@
   the check's verdict (0 pass, 1 mandatory violation or failed check, 2 error).
 - `gitlab-note FILE`: post or update that comment on the merge request.
 - `rollback-targets --stack S`: the URNs the emergency rollback's `pulumi up --target` takes.
+- `owner-approval [--commit SHA]`: `--owner-approved` when GitLab's approval rules are met.
 - `judge --stack S --protocol N`: the judge protocol (`dualstack.offline.judge`), run in the
   BASE's tree by `preview --base` and `policy-config --base`: request on stdin, JSON answer.
 """
@@ -98,6 +99,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the stack file's weight is lower",
     )
     targets.set_defaults(func=run_rollback_targets)
+
+    approval = steps.add_parser(
+        "owner-approval",
+        help="print --owner-approved when the GitLab merge request's approval rules are met",
+        description=f"Ask GitLab (CI_API_V4_URL, CI_PROJECT_ID, {GITLAB_TOKEN_VARIABLE}) "
+        "whether the merge request (CI_MERGE_REQUEST_IID, or the one that merged --commit) "
+        "has its approvals, code owners included; print --owner-approved if so, nothing if "
+        "not. Exit 0 answered, 2 GitLab could not tell (treat as not approved).",
+    )
+    approval.add_argument(
+        "--commit", metavar="SHA", help="the merged commit (deploy): find its merge request"
+    )
+    approval.set_defaults(func=run_owner_approval)
 
     judge = steps.add_parser(
         "judge",
@@ -197,6 +211,33 @@ def run_rollback_targets(args: argparse.Namespace) -> int:
     if urns:
         print("\n".join(urns))
     return 0
+
+
+def run_owner_approval(args: argparse.Namespace) -> int:
+    from dualstack.ci.approval import FLAG, approved, merge_request_of
+
+    token = os.environ.get(GITLAB_TOKEN_VARIABLE, "")
+    if not token:
+        print(f"owner-approval: no {GITLAB_TOKEN_VARIABLE}: not approved", file=sys.stderr)
+        return 0
+    needed = ["CI_API_V4_URL", "CI_PROJECT_ID"]
+    needed += [] if args.commit else ["CI_MERGE_REQUEST_IID"]
+    missing = [name for name in needed if not os.environ.get(name)]
+    if missing:
+        return _fail(ValueError(f"owner-approval: {', '.join(missing)} unset"))
+    api, project = os.environ["CI_API_V4_URL"], os.environ["CI_PROJECT_ID"]
+
+    def step(_args: argparse.Namespace) -> int:
+        iid = os.environ.get("CI_MERGE_REQUEST_IID", "")
+        if args.commit:
+            iid = merge_request_of(api, project, args.commit, token)
+        state = approved(MergeRequest(api, project, iid, token))
+        print(f"owner-approval: !{iid} {'approved' if state else 'not approved'}", file=sys.stderr)
+        if state:
+            print(FLAG)
+        return 0
+
+    return _guarded(step, args)
 
 
 def run_judge(args: argparse.Namespace) -> int:

@@ -1,11 +1,16 @@
-"""Stand-ins for `pulumi`, `gh`, `curl` and `dualstack gate` (which needs a Prometheus), for
-running the pipelines' shell steps (tests/pipeline_harness.py) in a throwaway GitOps repo.
+"""Stand-ins for `pulumi`, `gh`, `curl`, `make` and `dualstack gate` (which needs a
+Prometheus), for running the pipelines' shell steps (tests/pipeline_harness.py) in a throwaway
+GitOps repo.
 
 Every stub appends its argv as one JSON line to `$STUB_LOG`; `dualstack` logs too, then runs
-the real `preview`, `policy-config`, `rollback` and `ci` commands. Behaviour is steered by
-environment variables:
+the real `preview`, `policy-config`, `rollback` and `ci` commands. `make -C base-checkout
+venv` installs the BASE's `dualstack` as `base-checkout/.venv/bin/dualstack`, which logs as
+`judge` (with the commit its checkout is at) and runs the real CLI with the checkout first on
+PYTHONPATH. Behaviour is steered by environment variables:
 - `DEPLOYED_<stack>`: the deployed ascendWeight (`pulumi stack output`); unset = first deploy.
 - `PULUMI_PREVIEW_RC_<stack>`, `UP_RC_<stack>`, `GATE_RC`: exit codes.
+- `REVIEW_DECISION`: what `gh pr view --json reviewDecision` answers (e.g. APPROVED);
+  `MERGED_PR`: the pull request `gh api .../commits/SHA/pulls` names.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import REPO, STACK_FILES, git
+from tests.conftest import REPO, STACK_FILES, copy_code, git
 
 COMMON = f"""#!{sys.executable}
 import json, os, pathlib, re, sys
@@ -68,6 +73,37 @@ LOG_ONLY = """
 log(os.path.basename(sys.argv[0]))
 """
 
+GH = """
+log("gh")
+if argv[:2] == ["pr", "view"]:
+    print(os.environ.get("REVIEW_DECISION", ""))
+elif argv[:1] == ["api"] and argv[1].endswith("/pulls"):
+    print(os.environ.get("MERGED_PR", ""))
+"""
+
+MAKE = """
+log("make")
+if argv != ["-C", "base-checkout", "venv"]:
+    sys.exit(f"stub make: unexpected {argv}")
+bin_dir = pathlib.Path("base-checkout", ".venv", "bin")
+bin_dir.mkdir(parents=True, exist_ok=True)
+judge = bin_dir / "dualstack"
+judge.write_text(pathlib.Path(os.environ["STUB_BIN"], "judge").read_text())
+judge.chmod(0o755)
+"""
+
+JUDGE = """
+import subprocess
+checkout = pathlib.Path(sys.argv[0]).resolve().parents[2]
+commit = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"],
+                        capture_output=True, text=True).stdout.strip()
+with open(os.environ["STUB_LOG"], "a", encoding="utf-8") as out:
+    out.write(json.dumps(["judge", *argv]) + "\\n")
+    out.write(json.dumps(["judge-at", str(checkout), commit]) + "\\n")
+env = {**os.environ, "PYTHONPATH": str(checkout)}  # -P: not the job's cwd (the head) first,
+os.execve(sys.executable, [sys.executable, "-P", "-m", "dualstack", *argv], env)  # as in a venv
+"""
+
 
 def install_stubs(bin_dir: Path) -> None:
     """Write the stubs into `bin_dir` (to be put first on PATH)."""
@@ -75,15 +111,17 @@ def install_stubs(bin_dir: Path) -> None:
     for name, body in {
         "dualstack": DUALSTACK,
         "pulumi": PULUMI,
-        "gh": LOG_ONLY,
+        "gh": GH,
         "curl": LOG_ONLY,
+        "make": MAKE,
+        "judge": JUDGE,
     }.items():
         path = bin_dir / name
         path.write_text(COMMON + body, encoding="utf-8")
         path.chmod(0o755)
 
 
-def calls(log: Path, tools: tuple[str, ...] = ("dualstack", "pulumi")) -> list[list[str]]:
+def calls(log: Path, tools: tuple[str, ...] = ("judge", "dualstack", "pulumi")) -> list[list[str]]:
     """The logged argv lists of `tools`, in order."""
     if not log.exists():
         return []
@@ -91,8 +129,9 @@ def calls(log: Path, tools: tuple[str, ...] = ("dualstack", "pulumi")) -> list[l
     return [argv for argv in lines if argv[0] in tools]
 
 
-def make_gitops(tmp: Path) -> tuple[Path, Path]:
-    """A bare `origin` and a clone holding the stack files and `.ci/record` on main.
+def make_gitops(tmp: Path, with_code: bool = False) -> tuple[Path, Path]:
+    """A bare `origin` and a clone holding the stack files and `.ci/record` on main (and this
+    tree's code with `with_code`, so the base checkout runs it and a head can edit it).
 
     Returns (clone, origin). The clone's `origin/main` is the pushed main.
     """
@@ -104,7 +143,11 @@ def make_gitops(tmp: Path) -> tuple[Path, Path]:
         shutil.copy(REPO / name, clone / name)
     (clone / ".ci").mkdir()
     shutil.copy(REPO / ".ci" / "record", clone / ".ci" / "record")
-    (clone / ".gitignore").write_text("reports/\nreport.md\n.harness/\npolicy-config.json\n")
+    (clone / ".gitignore").write_text(
+        "reports/\nreport.md\n.harness/\npolicy-config.json\n__pycache__/\n*.pyc\n"
+    )
+    if with_code:
+        copy_code(clone)
     git(clone, "init", "-q", "-b", "main")
     git(clone, "add", ".")
     git(clone, "commit", "-q", "-m", "initial stacks")

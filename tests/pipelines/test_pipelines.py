@@ -149,20 +149,29 @@ def test_every_workflow_runs_bash_with_pipefail() -> None:
 
 def test_github_pr_runs_offline_preview_always_and_the_policy_pack() -> None:
     flow = workflow("pull-request.yml")
-    assert set(flow["on"]) == {"pull_request"}
-    steps = {step.get("name"): step for step in flow["jobs"]["preview"]["steps"]}
+    assert set(flow["on"]) == {"pull_request", "pull_request_review"}  # a review re-judges
+    preview = flow["jobs"]["preview"]
+    steps = {step.get("name"): step for step in preview["steps"]}
     offline = steps["Offline preview with the policies"]
     assert "if" not in offline
-    assert 'dualstack preview --stack "$stack" --base "$BASE"' in offline["run"]
-    assert flow["jobs"]["preview"]["env"]["BASE"] == "origin/${{ github.base_ref }}"
-    online = steps["Online preview with the policy pack"]["run"]
-    assert "pulumi stack output ascendWeight" in online
-    assert "dualstack policy-config" in online
+    assert '"$JUDGE" -C base-checkout preview' in offline["run"]
+    assert '--head "$PWD" "${approval[@]}"' in offline["run"]
+    assert preview["env"]["BASE"] == "origin/${{ github.base_ref }}"
+    assert preview["env"]["JUDGE"] == "base-checkout/.venv/bin/dualstack"
+    assert preview["env"]["RECORD"] == "base-checkout/.ci/record"
+    assert "PULUMI_ACCESS_TOKEN" not in preview["env"]  # only the online step holds it
+    assert steps["Check out the base"]["run"] == 'git worktree add --detach base-checkout "$BASE"'
+    assert steps["Install the base"]["run"] == "make -C base-checkout venv"
+    online = steps["Online preview with the policy pack"]
+    assert online["env"]["PULUMI_ACCESS_TOKEN"] == "${{ secrets.PULUMI_ACCESS_TOKEN }}"
+    assert "pulumi stack output ascendWeight" in online["run"]
+    assert '"$JUDGE" -C base-checkout policy-config' in online["run"]
     assert re.search(
-        r"pulumi preview --stack \"\$stack\" \\\n\s+--policy-pack policies "
-        r"--policy-pack-config",
-        online,
+        r"pulumi preview --stack \"\$stack\" \\\n\s+--policy-pack base-checkout/policies ",
+        online["run"],
     )
+    assert '"$JUDGE" ci report' in steps["Report"]["run"]
+    assert "reviewDecision" in steps["Owners' approval (the review state)"]["run"]
     assert "make test" in flow["jobs"]["unit-tests"]["steps"][-1]["run"]
 
 
@@ -196,9 +205,12 @@ def test_github_up_uses_the_policy_pack_except_the_targeted_rollback() -> None:
             if "--target-dependents" in line:
                 assert '"${targets[@]}"' in line
             if job_id != "rollback":  # the deploy's targeted step on a decrease too
-                assert "--policy-pack policies --policy-pack-config" in line, (name, line)
+                assert '--policy-pack "$PACK" --policy-pack-config' in line, (name, line)
             checked += 1
     assert checked == 3
+    up = workflow("deploy.yml")["jobs"]["up"]
+    assert up["env"]["PACK"] == "base-checkout/policies"  # the base's pack
+    assert up["env"]["BEFORE"] == "${{ github.event.before }}"
 
 
 def test_github_deploy_is_ordered_serial_and_locked_per_stack() -> None:
@@ -293,11 +305,18 @@ def test_gitlab_up_only_on_the_default_branch() -> None:
 
 
 def test_gitlab_preview_runs_offline_preview_and_the_policy_pack() -> None:
-    text = script(jobs(gitlab())["preview"])
-    assert 'dualstack preview --stack "$stack" --base "$BASE"' in text
+    job = jobs(gitlab())["preview"]
+    text = script(job)
+    assert 'git worktree add --detach base-checkout "$BASE"' in text
+    assert "make -C base-checkout venv" in text
+    assert '"$JUDGE" -C base-checkout preview' in text
+    assert '"$JUDGE" ci owner-approval' in text
     assert "pulumi stack output ascendWeight" in text
-    assert "dualstack policy-config" in text
-    assert "--policy-pack policies --policy-pack-config" in text
+    assert '"$JUDGE" -C base-checkout policy-config' in text
+    assert '--policy-pack "$PACK" --policy-pack-config' in text
+    assert '"$JUDGE" ci report' in text
+    assert job["variables"]["JUDGE"] == "base-checkout/.venv/bin/dualstack"
+    assert job["variables"]["PACK"] == "base-checkout/policies"
     assert gitlab()["preview"]["variables"]["BASE"] == "origin/$CI_MERGE_REQUEST_TARGET_BRANCH_NAME"
 
 
@@ -316,7 +335,9 @@ def test_gitlab_up_per_stack_in_deploy_order_with_a_lock() -> None:
             assert expand(job["resource_group"], variables) == f"pulumi-{stack}"
             assert job["interruptible"] is False
         up = script(gitlab_job(config, f"up:{stack}"))
-        assert 'pulumi up --yes --stack "$STACK" --policy-pack policies' in up
+        assert 'pulumi up --yes --stack "$STACK" --policy-pack "$PACK"' in up
+        assert '"$JUDGE" -C base-checkout policy-config' in up
+        assert gitlab_job(config, f"up:{stack}")["variables"]["BASE"] == "$CI_COMMIT_BEFORE_SHA"
 
 
 def test_gitlab_rollback_is_manual_and_targeted() -> None:
@@ -380,6 +401,6 @@ def test_readme_pr_walkthrough_matches_the_pipelines_step_by_step() -> None:
     shared = [s for s in up_steps if s in gitlab_up]
     assert shared == [s for s in gitlab_up if s in up_steps]
     assert shared == [
-        "Policy-pack config from the deployed weight",
+        "Policy-pack config from the base and the deployed weight",
         "Move traffic first on a decrease",
     ]
