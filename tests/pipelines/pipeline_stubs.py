@@ -36,7 +36,7 @@ def rc(name):
 """
 
 DUALSTACK = """
-REAL = ("preview", "policy-config", "rollback")
+REAL = ("preview", "policy-config", "rollback", "verify-precision")
 if argv[:1] != ["ci"]:
     log("dualstack")
 if argv and (argv[0] == "ci" or argv[0] in REAL):

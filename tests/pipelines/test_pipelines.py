@@ -231,9 +231,28 @@ def test_github_deploy_is_ordered_serial_and_locked_per_stack() -> None:
     }
 
 
-def test_github_rollback_offers_every_stack() -> None:
-    inputs = workflow("emergency-rollback.yml")["on"]["workflow_dispatch"]["inputs"]
-    assert sorted(inputs["stack"]["options"]) == sorted(STACKS)
+def test_github_rollback_and_verification_offer_every_stack() -> None:
+    for name in ("emergency-rollback.yml", "verify-precision.yml"):
+        inputs = workflow(name)["on"]["workflow_dispatch"]["inputs"]
+        assert sorted(inputs["stack"]["options"]) == sorted(STACKS), name
+
+
+def test_evidence_is_written_only_by_the_verification_jobs() -> None:
+    """`verify-precision` (the one writer of the verified pairs) runs in no other job."""
+    github = [
+        (path.name, job_id)
+        for path in WORKFLOWS.glob("*.yml")
+        for job_id, job in load_yaml(path)["jobs"].items()
+        if any("dualstack verify-precision" in step["run"] for step in run_steps(job))
+    ]
+    assert github == [("verify-precision.yml", "verify")]
+    config = gitlab()
+    found = sorted(n for n, job in jobs(config).items() if "verify-precision" in script(job))
+    assert found == sorted(f"verify:{s}" for s in STACKS)
+    for name in found:
+        job = jobs(config)[name]
+        assert gitlab_rule(job, gitlab_variables(config, job, MAIN)) == "manual"
+        assert gitlab_rule(job, gitlab_variables(config, job, MR)) is None
 
 
 # ------------------------------------------------------------------ GitLab rules
@@ -282,8 +301,9 @@ def test_gitlab_pipelines_per_event() -> None:
     config = gitlab()
     ups = {f"up:{s}" for s in STACKS}
     rollbacks = {f"rollback:{s}" for s in STACKS}
+    verifies = {f"verify:{s}" for s in STACKS}
     assert created(config, MR) == {"unit-tests", "preview"}
-    assert created(config, MAIN) == {"unit-tests", *ups, *rollbacks}
+    assert created(config, MAIN) == {"unit-tests", *ups, *rollbacks, *verifies}
     assert created(config, FEATURE) == set()  # the workflow rules create no pipeline
 
 
