@@ -125,6 +125,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     judge.add_argument(
         "--protocol", type=int, required=True, help="the protocol version the caller speaks"
     )
+    judge.add_argument(
+        "--cache", type=Path, metavar="DIR", help="keep and reuse this base's render in DIR"
+    )
     judge.set_defaults(func=run_judge)
 
 
@@ -250,7 +253,7 @@ def run_judge(args: argparse.Namespace) -> int:
         )
     root = find_root(Path(args.cwd) if args.cwd else None)
     try:
-        base = base_of_tree(root, args.stack)
+        base = base_of_tree(root, args.stack, args.cache)
         request = json.loads(sys.stdin.read())
         answer = judge(base, head_of_request(request))
     except (JudgeError, json.JSONDecodeError) as exc:

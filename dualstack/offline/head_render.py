@@ -14,8 +14,9 @@ from typing import Any
 
 import yaml
 
+from dualstack.offline.child_process import Child
 from dualstack.offline.judge import JudgeError
-from dualstack.offline.judge_client import Child, code_env, error_line
+from dualstack.offline.judge_client import code_env, error_line
 
 RENDER_TIMEOUT_S = 300.0
 """Seconds the head's render may take."""
@@ -41,7 +42,7 @@ class HeadRender:
         """The head's objects. Raises JudgeError when its code cannot render it."""
         what = f"the head's render in {self.head_root}"
         try:
-            code, out, err = self.child.finish("", RENDER_TIMEOUT_S, what)
+            code, out, err = self.child.finish(RENDER_TIMEOUT_S, what)
         finally:
             self.child.stop()
         if code != 0:

@@ -19,7 +19,7 @@ Request (JSON on stdin, protocol 1): `{"protocol": 1, "stack": "prod", "headRoot
 "headConfig": {...} | null, "headObjects": [...] | null, "previousWeight": N | null (absent:
 the base's weight), "ownerApproved": bool}`; `headConfig` null means "read DIR's stack file",
 `headObjects` null means "no pack run" (`policy-config`). Response (JSON on stdout):
-`{"protocol", "stack", "baseCommit", "firstDeploy", "base": {ascendWeight, replicas, images,
+`{"protocol", "stack", "pack", "baseCommit", "firstDeploy", "base": {ascendWeight, replicas, images,
 verifiedImages} | null, "baseObjects", "previousWeight", "ownerApproved", "envelope":
 [{fact, before, after, kind}], "packConfig", "results": [PolicyResult fields] | null}`.
 """
@@ -34,9 +34,8 @@ from typing import Any
 
 from components.settings import HARDWARE, Settings, SettingsError, load_settings
 from components.workloads import replicas_for
+from dualstack.offline import base_cache
 from dualstack.offline.envelope import envelope_changes, file_changes
-from dualstack.offline.policy_config import pack_config
-from dualstack.offline.policy_run import run_policies
 from dualstack.offline.render import RenderError, render
 from dualstack.repo.git import GitError, git
 from dualstack.repo.stackfile import StackFileError, read_config, read_config_at
@@ -77,8 +76,14 @@ class HeadData:
     owner_approved: bool = False
 
 
-def prepare_base(commit: str, stack: str, config: dict[str, Any] | None) -> BaseSide:
-    """Render the base's stack `config` (None: absent) with this code.
+def prepare_base(
+    commit: str,
+    stack: str,
+    config: dict[str, Any] | None,
+    rendered: list[dict[str, Any]] | None = None,
+) -> BaseSide:
+    """Render the base's stack `config` (None: absent) with this code; `rendered`: the objects
+    of an earlier render of the same commit (`dualstack.offline.base_cache`), not redone.
 
     Raises JudgeError when the base's config does not validate or render under its own code:
     the base cannot judge, which is never a first deploy.
@@ -86,6 +91,8 @@ def prepare_base(commit: str, stack: str, config: dict[str, Any] | None) -> Base
     if config is None:
         return BaseSide(commit, stack, None, None, [])
     try:
+        if rendered is not None:
+            return BaseSide(commit, stack, config, load_settings(config), rendered)
         settings, objects = render(config, stack)
     except (SettingsError, RenderError) as exc:
         raise JudgeError(
@@ -95,8 +102,9 @@ def prepare_base(commit: str, stack: str, config: dict[str, Any] | None) -> Base
     return BaseSide(commit, stack, config, settings, objects)
 
 
-def base_of_tree(root: Path, stack: str) -> BaseSide:
-    """The base checked out at `root` (this code's own tree): its HEAD commit's stack file.
+def base_of_tree(root: Path, stack: str, cache: Path | None = None) -> BaseSide:
+    """The base checked out at `root` (this code's own tree): its HEAD commit's stack file,
+    rendered (or read from `cache`, `dualstack.offline.base_cache`, and stored there).
 
     Raises JudgeError when `root` is not a git work tree with a commit.
     """
@@ -105,7 +113,20 @@ def base_of_tree(root: Path, stack: str) -> BaseSide:
         config = read_config_at(root, stack, commit)
     except (GitError, StackFileError) as exc:
         raise JudgeError(f"the base checkout {root} cannot be read: {exc}") from None
-    return prepare_base(commit, stack, config)
+    return cached_base(cache, commit, stack, config)
+
+
+def cached_base(
+    cache: Path | None, commit: str, stack: str, config: dict[str, Any] | None
+) -> BaseSide:
+    """`prepare_base`, the render read from and kept in `cache` (None: no cache)."""
+    if cache is None or config is None:
+        return prepare_base(commit, stack, config)
+    rendered = base_cache.load(cache, commit, stack, PROTOCOL)
+    side = prepare_base(commit, stack, config, rendered)
+    if rendered is None:
+        base_cache.store(cache, commit, stack, PROTOCOL, side.objects)
+    return side
 
 
 def head_of_request(request: Mapping[str, Any]) -> HeadData:
@@ -147,6 +168,12 @@ def judge(base: BaseSide, head: HeadData) -> dict[str, Any]:
     by this code from the head's config as data. Raises JudgeError when the head's config
     cannot be read here although it is needed, or git cannot compare the trees.
     """
+    # The pack (pulumi_policy, pulumi) is imported here, not at the top: a preview whose judge
+    # runs in the base's worktree never loads it in its own process.
+    from dualstack.offline.policy_config import pack_config
+    from dualstack.offline.policy_run import run_policies
+    from policies import PACK_NAME
+
     if head.stack != base.stack:
         raise JudgeError(f"request is for stack {head.stack!r}, the base for {base.stack!r}")
     try:
@@ -182,6 +209,7 @@ def judge(base: BaseSide, head: HeadData) -> dict[str, Any]:
     return {
         "protocol": PROTOCOL,
         "stack": base.stack,
+        "pack": PACK_NAME,
         "baseCommit": base.commit,
         "firstDeploy": base.settings is None,
         "base": _summary(base.settings) if base.settings is not None else None,

@@ -7,30 +7,31 @@ started before the caller renders the head and renders the base meanwhile; the h
 and objects then go to it as JSON on stdin. When the running code is byte for byte the base's
 (`dualstack.offline.code_identity`), the judge runs in-process instead: the same code.
 
-Fail closed: a base whose code lacks the protocol, cannot render its own stack or answers
-anything but a protocol-1 response raises JudgeError (exit 2), never a first deploy.
+The base's judge keeps its render by commit (`dualstack.offline.base_cache`), so the next
+preview against the same base skips it. Fail closed: a base whose code lacks the protocol,
+cannot render its own stack or answers anything but a protocol-1 response raises JudgeError
+(exit 2), never a first deploy.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dualstack.offline.child_process import Child
 from dualstack.offline.code_identity import running_code_is
 from dualstack.offline.judge import (
     PROTOCOL,
     JudgeError,
+    cached_base,
     head_of_request,
     judge,
-    prepare_base,
 )
 from dualstack.repo.baseref import describe
 from dualstack.repo.git import git, is_commit
@@ -41,12 +42,24 @@ JUDGE_TIMEOUT_S = 300.0
 """Seconds the base's judge may take (its render, the pack over the head's objects)."""
 
 
-@dataclass(frozen=True)
 class BaseJudge:
-    """`send(request) -> response`, and `where` the base's code runs (for the report)."""
+    """The base's code, ready to judge: `submit(request)` hands the head over (and returns at
+    once), `answer()` is the protocol response; `where` says where the code runs."""
 
-    send: Callable[[Mapping[str, Any]], dict[str, Any]]
-    where: str
+    def __init__(
+        self,
+        where: str,
+        submit: Callable[[Mapping[str, Any]], None],
+        answer: Callable[[], dict[str, Any]],
+    ) -> None:
+        self.where = where
+        self.submit = submit
+        self.answer = answer
+
+    def send(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """`submit` then `answer`."""
+        self.submit(request)
+        return self.answer()
 
 
 NO_PROTOCOL_SIGNS = ("invalid choice: 'judge'", "No module named", "unrecognized arguments")
@@ -67,39 +80,6 @@ def resolve_base(root: Path, ref: str) -> BaseRef:
         raise StackFileError(f"git ref {ref!r} is not a commit in {root}")
     commit = git(root, "rev-parse", "--verify", f"{ref}^{{commit}}").strip()
     return BaseRef(ref, commit, describe(root, ref))
-
-
-class Child:
-    """A bounded subprocess in its own process group: `finish()` sends stdin and waits."""
-
-    def __init__(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> None:
-        self.argv = list(argv)
-        self.process = subprocess.Popen(
-            self.argv,
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-
-    def finish(self, stdin: str, timeout: float, what: str) -> tuple[int, str, str]:
-        """(exit code, stdout, stderr). Raises JudgeError naming `what` after `timeout` s."""
-        try:
-            out, err = self.process.communicate(stdin, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.stop()
-            raise JudgeError(f"{what} gave no answer within {timeout:g} s") from None
-        return self.process.returncode, out, err
-
-    def stop(self) -> None:
-        """Kill the process group if it still runs."""
-        if self.process.poll() is None:
-            with suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.communicate()
 
 
 def code_env(tree: Path) -> dict[str, str]:
@@ -134,27 +114,47 @@ def _answer(code: int, out: str, err: str, label: str, stack: str) -> dict[str, 
     return response
 
 
+def cache_dir(root: Path) -> Path:
+    """Where the base's judge keeps its renders: `<git common dir>/dualstack/judge-cache`."""
+    common = Path(git(root, "rev-parse", "--git-common-dir").strip())
+    return (
+        (common if common.is_absolute() else root / common).resolve()
+        / "dualstack"
+        / ("judge-cache")
+    )
+
+
 @contextmanager
 def base_judge(root: Path, base: BaseRef, stack: str) -> Iterator[BaseJudge]:
     """A judge made of the base's code for `stack`, started at once (it renders the base
     while the caller renders the head). Raises JudgeError, StackFileError or GitError."""
     if running_code_is(root, base.commit):
-        side = prepare_base(base.commit, stack, read_config_at(root, stack, base.commit))
-        where = "in-process: the running code is the base's, file for file"
-        yield BaseJudge(lambda request: judge(side, head_of_request(request)), where)
+        side = cached_base(
+            cache_dir(root), base.commit, stack, read_config_at(root, stack, base.commit)
+        )
+        given: list[Mapping[str, Any]] = []
+        yield BaseJudge(
+            "in-process: the running code is the base's, file for file",
+            given.append,
+            lambda: judge(side, head_of_request(given[-1])),
+        )
         return
     with temporary_worktree(root, base.commit, "dualstack-base-") as tree:
         argv = [sys.executable, "-m", "dualstack", "-C", str(tree), "ci", "judge"]
-        argv += ["--stack", stack, "--protocol", str(PROTOCOL)]
+        argv += ["--stack", stack, "--protocol", str(PROTOCOL), "--cache", str(cache_dir(root))]
         child = Child(argv, tree, code_env(tree))
         what = f"the base's judge at {base.label}"
 
-        def send(request: Mapping[str, Any]) -> dict[str, Any]:
-            code, out, err = child.finish(json.dumps(request), JUDGE_TIMEOUT_S, what)
+        def answer() -> dict[str, Any]:
+            code, out, err = child.finish(JUDGE_TIMEOUT_S, what)
             return _answer(code, out, err, base.label, stack)
 
         try:
-            yield BaseJudge(send, "the base's code in a temporary worktree")
+            yield BaseJudge(
+                "the base's code in a temporary worktree",
+                lambda request: child.send(json.dumps(request)),
+                answer,
+            )
         finally:
             child.stop()
 

@@ -11,7 +11,9 @@ and a unified diff.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,8 +27,7 @@ from dualstack.offline.envelope import EnvelopeChange
 from dualstack.offline.head_render import HeadRender
 from dualstack.offline.judge import BASE_WEIGHT, HeadData, JudgeError, base_of_tree, judge
 from dualstack.offline.judge_client import base_judge, request, resolve_base
-from dualstack.offline.policy_config import pack_config
-from dualstack.offline.policy_run import PolicyResult, blocking, report_lines, run_policies
+from dualstack.offline.policy_results import PolicyResult, blocking, report_lines
 from dualstack.offline.render import render, sort_key
 from dualstack.offline.schemas import validate_objects
 from dualstack.repo.stack_config import load_stack_config
@@ -69,6 +70,7 @@ class Preview:
     owner_approved: bool = False
     changes: list[ObjectChange] = field(default_factory=list)
     diff: str = ""
+    pack: str = "dualstack-migration"
     policy_results: list[PolicyResult] = field(default_factory=list)
     """The base's policy pack's results over the head (see `dualstack.offline.policy_run`)."""
 
@@ -87,6 +89,9 @@ def check_policies(
     (`dualstack rollback`: does lowering the weight itself break a policy?). A change under
     review is judged by its base instead (`build_preview`).
     """
+    from dualstack.offline.policy_config import pack_config
+    from dualstack.offline.policy_run import run_policies
+
     config = pack_config(side.settings, previous_weight, base, envelope=())
     return run_policies(side.objects, config, stack)
 
@@ -127,8 +132,17 @@ def assemble(stack: str, head: Side, label: str, verdict: Mapping[str, Any], whe
         owner_approved=bool(verdict.get("ownerApproved")),
         changes=object_changes(objects, head.objects) if base is not None else [],
         diff=unified_diff(objects, head.objects, "base", "head") if base is not None else "",
+        pack=str(verdict.get("pack") or "the base's pack"),
         policy_results=results,
     )
+
+
+def preload_render() -> None:
+    """Import what rendering needs (pulumi, pulumi-kubernetes: most of a cold render); run on
+    a thread while the base's worktree is made. An import error surfaces in `render` itself."""
+    with suppress(Exception):
+        import components.stack  # noqa: F401
+        import dualstack.offline.mocks  # noqa: F401
 
 
 def build_preview(
@@ -152,10 +166,14 @@ def build_preview(
         )
     base = resolve_base(root, base_ref)
     head_config = load_stack_config(root, stack, overrides)
+    preload = threading.Thread(target=preload_render, daemon=True)
+    preload.start()  # the program's imports, while git makes the base's worktree
     with base_judge(root, base, stack) as base_code:
+        preload.join()
         head_settings, head_objects = render(head_config, stack)
-        validate_objects(head_objects)
-        verdict = base_code.send(request(stack, root, head_config, head_objects, owner_approved))
+        base_code.submit(request(stack, root, head_config, head_objects, owner_approved))
+        validate_objects(head_objects)  # while the base's pack runs
+        verdict = base_code.answer()
     head = Side(head_settings, head_objects)
     return assemble(stack, head, base.label, verdict, base_code.where)
 
@@ -237,7 +255,7 @@ def policy_lines(preview: Preview) -> list[str]:
     """The policy section: summary, then violations, advisories and passes, one per line."""
     before = preview.previous_weight
     context = f"previous weight {before}%" if before is not None else "no previous weight"
-    return report_lines(preview.policy_results, context)
+    return report_lines(preview.policy_results, context, preview.pack)
 
 
 def format_preview(preview: Preview) -> str:
