@@ -11,6 +11,7 @@ and a unified diff.
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Iterable, Mapping
 from contextlib import suppress
@@ -137,12 +138,24 @@ def assemble(stack: str, head: Side, label: str, verdict: Mapping[str, Any], whe
     )
 
 
+PRELOADED = (
+    "components.stack",
+    "dualstack.offline.mocks",
+    "pulumi_kubernetes.apps.v1",
+    "pulumi_kubernetes.batch.v1",
+    "pulumi_kubernetes.core.v1",
+    "pulumi_kubernetes.policy.v1",
+    "pulumi_kubernetes.apiextensions",
+)
+"""What a render imports, pulumi-kubernetes' lazily loaded type modules included."""
+
+
 def preload_render() -> None:
-    """Import what rendering needs (pulumi, pulumi-kubernetes: most of a cold render); run on
-    a thread while the base's worktree is made. An import error surfaces in `render` itself."""
-    with suppress(Exception):
-        import components.stack  # noqa: F401
-        import dualstack.offline.mocks  # noqa: F401
+    """Import what rendering needs (`PRELOADED`: most of a cold render); run on a thread
+    while the base's worktree is made. An import error surfaces in `render` itself."""
+    for module in PRELOADED:
+        with suppress(Exception):
+            importlib.import_module(module)
 
 
 def build_preview(
