@@ -170,8 +170,13 @@ def _promote(
         print()  # after the gate table
     print(f"Set ascendWeight {settings.ascend_weight} -> {target}: {change.method}")
     title = promotion_title(change)
+    envelope = [c.describe() for c in preview.envelope]
     body = promotion_body(
-        change, format_markdown(report) if report else None, reason, format_preview(preview)
+        change,
+        format_markdown(report) if report else None,
+        reason,
+        format_preview(preview),
+        envelope,
     )
     commit = None if plan is None else (plan, branch, original)
     publish(args, root, commit, title, body, [_commit_note(report, reason)])

@@ -137,5 +137,7 @@ def _rollback(args: argparse.Namespace, root: Path, plan: CommitPlan | None) -> 
     title = rollback_title(change)
     notes = [f"Rollback, no gate: {settings.ascend_weight}% -> {target}%."]
     commit = None if plan is None else (plan, branch, original)
-    publish(args, root, commit, title, rollback_body(change, preview_text, how), notes)
+    envelope = [c.describe() for c in preview.envelope] if preview is not None else None
+    body = rollback_body(change, preview_text, how, envelope)
+    publish(args, root, commit, title, body, notes)
     return 0
