@@ -6,15 +6,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from components.settings import load_settings
 from dualstack.errors import UsageError
-from dualstack.offline.preview import build_preview, build_preview_from_base, format_preview
+from dualstack.offline.judge_client import base_judge, resolve_base
 from dualstack.repo.baseref import default_base
 from dualstack.repo.stack_config import find_root, load_stack_config
 
 
 def next_step(root: Path, stack: str, overrides: list[str]) -> int:
     """The ladder step above the stack's weight; UsageError when it is already at the top."""
+    from components.settings import load_settings
+
     settings = load_settings(load_stack_config(root, stack, overrides))
     if settings.next_step is None:
         raise UsageError(f"stack {stack} is at {settings.ascend_weight}%: no ladder step left")
@@ -76,14 +77,28 @@ def run(args: argparse.Namespace) -> int:
     if args.head is not None:
         if args.base is not None or args.set or args.next:
             raise UsageError("--head judges the head tree as it is: no --base, --set or --next")
+        from dualstack.offline.preview import build_preview_from_base, format_preview
+
         head = find_root(args.head)
         preview = build_preview_from_base(root, args.stack, head, args.owner_approved)
     else:
-        base = args.base if args.base is not None else default_base(root)
-        overrides = list(args.set)
-        if args.next:
-            overrides.append(f"ascendWeight={next_step(root, args.stack, overrides)}")
-        preview = build_preview(root, args.stack, base, overrides, args.owner_approved)
+        ref = args.base if args.base is not None else default_base(root)
+        if ref is None:
+            from dualstack.offline.preview import require_base
+
+            require_base(ref)
+        base = resolve_base(root, ref)
+        # The base's judge starts first, then this process imports the program and renders
+        # the head: the two renders overlap.
+        with base_judge(root, base, args.stack) as base_code:
+            from dualstack.offline.preview import format_preview, judged_preview
+
+            overrides = list(args.set)
+            if args.next:
+                overrides.append(f"ascendWeight={next_step(root, args.stack, overrides)}")
+            preview = judged_preview(
+                root, args.stack, base, base_code, overrides, args.owner_approved
+            )
     sys.stdout.write(format_preview(preview))
     violated = sorted({result.policy for result in preview.violations})
     if violated:

@@ -17,7 +17,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import IO
 
-from dualstack.offline.judge import JudgeError
+from dualstack.offline.protocol import JudgeError
 
 
 def _drain(stream: IO[str], into: list[str]) -> None:

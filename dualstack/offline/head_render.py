@@ -15,8 +15,8 @@ from typing import Any
 import yaml
 
 from dualstack.offline.child_process import Child
-from dualstack.offline.judge import JudgeError
 from dualstack.offline.judge_client import code_env, error_line
+from dualstack.offline.protocol import JudgeError
 
 RENDER_TIMEOUT_S = 300.0
 """Seconds the head's render may take."""

@@ -33,22 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from components.settings import HARDWARE, Settings, SettingsError, load_settings
-from components.workloads import replicas_for
 from dualstack.offline import base_cache
 from dualstack.offline.envelope import envelope_changes, file_changes
+from dualstack.offline.protocol import BASE_WEIGHT, PROTOCOL, JudgeError
 from dualstack.offline.render import RenderError, render
 from dualstack.repo.git import GitError, git
 from dualstack.repo.stackfile import StackFileError, read_config, read_config_at
 
-PROTOCOL = 1
-"""Version of the request and response shapes; a base that speaks another one cannot judge."""
-
-BASE_WEIGHT = "base"
-"""`previous_weight` meaning "the weight of the base's stack config" (the offline preview)."""
-
-
-class JudgeError(RuntimeError):
-    """The base cannot judge the head (fail closed: exit 2, never a first deploy)."""
+__all__ = ["BASE_WEIGHT", "PROTOCOL", "BaseSide", "HeadData", "JudgeError", "judge"]
 
 
 @dataclass(frozen=True)
@@ -152,6 +144,8 @@ def head_of_request(request: Mapping[str, Any]) -> HeadData:
 
 
 def _summary(settings: Settings) -> dict[str, Any]:
+    from components.workloads import replicas_for  # the program (pulumi): only when judging
+
     return {
         "ascendWeight": settings.ascend_weight,
         "replicas": {hw: replicas_for(settings, hw) for hw in HARDWARE},

@@ -26,16 +26,9 @@ from typing import Any
 
 from dualstack.offline.child_process import Child
 from dualstack.offline.code_identity import running_code_is
-from dualstack.offline.judge import (
-    PROTOCOL,
-    JudgeError,
-    cached_base,
-    head_of_request,
-    judge,
-)
+from dualstack.offline.protocol import PROTOCOL, JudgeError
 from dualstack.repo.baseref import describe
 from dualstack.repo.git import git, is_commit
-from dualstack.repo.stackfile import StackFileError, read_config_at
 from dualstack.repo.worktree import temporary_worktree
 
 JUDGE_TIMEOUT_S = 300.0
@@ -77,6 +70,8 @@ class BaseRef:
 def resolve_base(root: Path, ref: str) -> BaseRef:
     """`ref` resolved to a commit. Raises StackFileError when it is not a commit of `root`."""
     if not is_commit(root, ref):
+        from dualstack.repo.stackfile import StackFileError
+
         raise StackFileError(f"git ref {ref!r} is not a commit in {root}")
     commit = git(root, "rev-parse", "--verify", f"{ref}^{{commit}}").strip()
     return BaseRef(ref, commit, describe(root, ref))
@@ -127,8 +122,12 @@ def cache_dir(root: Path) -> Path:
 @contextmanager
 def base_judge(root: Path, base: BaseRef, stack: str) -> Iterator[BaseJudge]:
     """A judge made of the base's code for `stack`, started at once (it renders the base
-    while the caller renders the head). Raises JudgeError, StackFileError or GitError."""
+    while the caller renders the head; this module imports nothing heavy, so call it before
+    importing the program). Raises JudgeError, StackFileError or GitError."""
     if running_code_is(root, base.commit):
+        from dualstack.offline.judge import cached_base, head_of_request, judge
+        from dualstack.repo.stackfile import read_config_at
+
         side = cached_base(
             cache_dir(root), base.commit, stack, read_config_at(root, stack, base.commit)
         )

@@ -11,10 +11,7 @@ and a unified diff.
 
 from __future__ import annotations
 
-import importlib
-import threading
 from collections.abc import Iterable, Mapping
-from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +24,7 @@ from dualstack.offline.diff import ObjectChange, object_changes, unified_diff
 from dualstack.offline.envelope import EnvelopeChange
 from dualstack.offline.head_render import HeadRender
 from dualstack.offline.judge import BASE_WEIGHT, HeadData, JudgeError, base_of_tree, judge
-from dualstack.offline.judge_client import base_judge, request, resolve_base
+from dualstack.offline.judge_client import BaseJudge, BaseRef, base_judge, request, resolve_base
 from dualstack.offline.policy_results import PolicyResult, blocking, report_lines
 from dualstack.offline.render import render, sort_key
 from dualstack.offline.schemas import validate_objects
@@ -138,24 +135,37 @@ def assemble(stack: str, head: Side, label: str, verdict: Mapping[str, Any], whe
     )
 
 
-PRELOADED = (
-    "components.stack",
-    "dualstack.offline.mocks",
-    "pulumi_kubernetes.apps.v1",
-    "pulumi_kubernetes.batch.v1",
-    "pulumi_kubernetes.core.v1",
-    "pulumi_kubernetes.policy.v1",
-    "pulumi_kubernetes.apiextensions",
-)
-"""What a render imports, pulumi-kubernetes' lazily loaded type modules included."""
+def require_base(base_ref: str | None) -> str:
+    """`base_ref`; UsageError when there is none (nothing to judge with: fail closed)."""
+    if base_ref is None:
+        raise UsageError(
+            "no base to judge against (not a git repository, or no commit yet): a change is "
+            "judged by its base's code and facts; pass --base GIT_REF"
+        )
+    return base_ref
 
 
-def preload_render() -> None:
-    """Import what rendering needs (`PRELOADED`: most of a cold render); run on a thread
-    while the base's worktree is made. An import error surfaces in `render` itself."""
-    for module in PRELOADED:
-        with suppress(Exception):
-            importlib.import_module(module)
+def judged_preview(
+    root: Path,
+    stack: str,
+    base: BaseRef,
+    base_code: BaseJudge,
+    overrides: Iterable[str] = (),
+    owner_approved: bool = False,
+) -> Preview:
+    """Render the head (working tree + overrides) with this code and have `base_code`, the
+    base's judge (already started, see `dualstack.offline.judge_client.base_judge`), judge it.
+
+    Raises SettingsError / SchemaError for an invalid head and JudgeError when the base
+    cannot judge.
+    """
+    head_config = load_stack_config(root, stack, overrides)
+    head_settings, head_objects = render(head_config, stack)
+    base_code.submit(request(stack, root, head_config, head_objects, owner_approved))
+    validate_objects(head_objects)  # while the base's pack runs
+    verdict = base_code.answer()
+    head = Side(head_settings, head_objects)
+    return assemble(stack, head, base.label, verdict, base_code.where)
 
 
 def build_preview(
@@ -165,30 +175,15 @@ def build_preview(
     overrides: Iterable[str] = (),
     owner_approved: bool = False,
 ) -> Preview:
-    """Render the head (working tree + overrides) with this code; the base at `base_ref`
-    judges it with its own code and facts.
+    """The head (working tree + overrides) rendered with this code and judged by the base at
+    `base_ref` with its own code and facts.
 
-    Raises UsageError without a base (nothing to judge with: fail closed), SettingsError /
-    SchemaError for an invalid head, StackFileError for a ref that is not a commit, and
-    JudgeError when the base cannot judge.
+    Raises UsageError without a base, SettingsError / SchemaError for an invalid head,
+    StackFileError for a ref that is not a commit, and JudgeError when the base cannot judge.
     """
-    if base_ref is None:
-        raise UsageError(
-            "no base to judge against (not a git repository, or no commit yet): a change is "
-            "judged by its base's code and facts; pass --base GIT_REF"
-        )
-    base = resolve_base(root, base_ref)
-    head_config = load_stack_config(root, stack, overrides)
-    preload = threading.Thread(target=preload_render, daemon=True)
-    preload.start()  # the program's imports, while git makes the base's worktree
+    base = resolve_base(root, require_base(base_ref))
     with base_judge(root, base, stack) as base_code:
-        preload.join()
-        head_settings, head_objects = render(head_config, stack)
-        base_code.submit(request(stack, root, head_config, head_objects, owner_approved))
-        validate_objects(head_objects)  # while the base's pack runs
-        verdict = base_code.answer()
-    head = Side(head_settings, head_objects)
-    return assemble(stack, head, base.label, verdict, base_code.where)
+        return judged_preview(root, stack, base, base_code, overrides, owner_approved)
 
 
 def build_preview_from_base(

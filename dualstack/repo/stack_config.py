@@ -8,9 +8,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from components.settings import PROJECT
 from dualstack.errors import UsageError
-from dualstack.repo.stackfile import read_config
+
+# components.settings (pydantic) is imported where it is used, not here: `find_root` must stay
+# cheap, since `dualstack preview` starts the base's judge before loading anything heavy.
 
 
 def find_root(start: Path | None = None) -> Path:
@@ -43,6 +44,8 @@ def apply_overrides(config: dict[str, Any], assignments: Iterable[str]) -> dict[
     set` stores them; values starting with `[` or `{` are JSON (`ascend.pool.nodes=["a-1"]`).
     Raises UsageError on an assignment without `=`, an empty key or malformed JSON.
     """
+    from components.settings import PROJECT
+
     result = copy.deepcopy(config)
     for assignment in assignments:
         key, sep, text = assignment.partition("=")
@@ -69,4 +72,6 @@ def apply_overrides(config: dict[str, Any], assignments: Iterable[str]) -> dict[
 
 def load_stack_config(root: Path, stack: str, overrides: Iterable[str] = ()) -> dict[str, Any]:
     """`Pulumi.<stack>.yaml`'s config with `--set` overrides applied."""
+    from dualstack.repo.stackfile import read_config
+
     return apply_overrides(read_config(root, stack), overrides)
