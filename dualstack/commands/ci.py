@@ -245,7 +245,14 @@ def run_owner_approval(args: argparse.Namespace) -> int:
 
 def run_judge(args: argparse.Namespace) -> int:
     """Render the base first (the caller renders the head meanwhile), then read the request."""
-    from dualstack.offline.judge import PROTOCOL, JudgeError, base_of_tree, head_of_request, judge
+    from dualstack.offline.judge import (
+        PROTOCOL,
+        JudgeError,
+        base_of_tree,
+        head_of_request,
+        judge,
+        load_pack,
+    )
 
     if args.protocol != PROTOCOL:
         return _fail(
@@ -254,6 +261,7 @@ def run_judge(args: argparse.Namespace) -> int:
     root = find_root(Path(args.cwd) if args.cwd else None)
     try:
         base = base_of_tree(root, args.stack, args.cache)
+        load_pack()  # while the caller still renders the head
         request = json.loads(sys.stdin.read())
         answer = judge(base, head_of_request(request))
     except (JudgeError, json.JSONDecodeError) as exc:

@@ -143,6 +143,13 @@ def head_of_request(request: Mapping[str, Any]) -> HeadData:
     return HeadData(stack, root, config, objects, previous, approved is True)
 
 
+def load_pack() -> None:
+    """Import the pack and its runner (pulumi_policy) now: the base's judge calls this before
+    it waits for the head, so the import overlaps the caller's render instead of following it."""
+    import dualstack.offline.policy_config
+    import dualstack.offline.policy_run  # noqa: F401
+
+
 def _summary(settings: Settings) -> dict[str, Any]:
     from components.workloads import replicas_for  # the program (pulumi): only when judging
 

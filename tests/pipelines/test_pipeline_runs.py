@@ -107,7 +107,11 @@ def run_pr(platform: str, gitops: dict, token: str = "", prometheus: str = "", *
                 "ref": "refs/pull/7/merge",
                 "repository": "org/gitops",
                 "event": {
-                    "pull_request": {"number": 7, "head": {"repo": {"full_name": "org/gitops"}}},
+                    "pull_request": {
+                        "number": 7,
+                        "base": {"ref": "main"},
+                        "head": {"repo": {"full_name": "org/gitops"}},
+                    },
                     "repository": {"default_branch": "main"},
                 },
             },

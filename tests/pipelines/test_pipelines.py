@@ -156,7 +156,7 @@ def test_github_pr_runs_offline_preview_always_and_the_policy_pack() -> None:
     assert "if" not in offline
     assert '"$JUDGE" -C base-checkout preview' in offline["run"]
     assert '--head "$PWD" "${approval[@]}"' in offline["run"]
-    assert preview["env"]["BASE"] == "origin/${{ github.base_ref }}"
+    assert preview["env"]["BASE"] == "origin/${{ github.event.pull_request.base.ref }}"
     assert preview["env"]["JUDGE"] == "base-checkout/.venv/bin/dualstack"
     assert preview["env"]["RECORD"] == "base-checkout/.ci/record"
     assert "PULUMI_ACCESS_TOKEN" not in preview["env"]  # only the online step holds it
