@@ -27,13 +27,24 @@ from tests.pipelines.test_pipeline_runs import (
 )
 from tests.support.gitlab_approvals import PROJECT, Approvals, gitlab_approvals
 from tests.support.gitlab_approvals import TOKEN as GITLAB_TOKEN
-from tests.support.judge_repos import edit_code
+from tests.support.judge_repos import PROD, STAGING, edit_code, write_stack
+
+
+def fixture_stacks(clone: Path, prod: dict[str, Any] | None = None) -> None:
+    """Replace the copied stack files by the fixtures (prod at 5 with the v1.2.3 pair
+    verified, staging at 20) on main, pushed: nothing here reads the committed values."""
+    write_stack(clone, "prod", PROD if prod is None else prod)
+    write_stack(clone, "staging", STAGING)
+    git(clone, "commit", "-qam", "fixture stacks")
+    git(clone, "push", "-q", "origin", "main")
+    git(clone, "fetch", "-q", "origin")
 
 
 @pytest.fixture
 def gitops(tmp_path: Path) -> dict[str, Any]:
-    """As in test_pipeline_runs, with the project's code committed on main."""
+    """As in test_pipeline_runs, with the project's code and fixture stacks on main."""
     clone, origin = make_gitops(tmp_path, with_code=True)
+    fixture_stacks(clone)
     install_stubs(tmp_path / "bin")
     log = tmp_path / "calls.jsonl"
     env = {
