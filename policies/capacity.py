@@ -9,6 +9,10 @@ Ascend weight is below 100, the NVIDIA backend keeps `totalReplicas` pods (the c
 
     ascend_replicas * ascendCapacityRatio >= totalReplicas * weight / 100
 
+The weight is where traffic really goes (`policies.traffic_share`): NVIDIA may shrink only when
+every route surely sends everything to Ascend pods, and each Ascend workload is sized for the
+largest share any route sends it.
+
 `pool-capacity`. Replica counts are only numbers until the scheduler places them: a pod asking
 for an accelerator its pool no longer has stays Pending (and a rolling update with
 `maxUnavailable: 0` then never finishes). So for each pool, every pod-bearing workload taking
@@ -36,6 +40,7 @@ from pulumi_policy import (
 )
 
 from policies.common import (
+    SHARE_SCHEMAS,
     SUBSET_SCHEMAS,
     ConfigError,
     as_int,
@@ -48,6 +53,7 @@ from policies.common import (
 from policies.placement import DEFAULT_ACCELERATOR_POOLS, accelerator_pools
 from policies.pod_counts import PodCount, PodCountError, accelerators_per_pod, peak_pods
 from policies.stack_view import Item, StackView, replicas
+from policies.traffic_share import ascend_shares, percent
 
 DEFAULT_TOTAL_REPLICAS = 4
 """NVIDIA pods that serve 100% of traffic (the article's 4); `capacity.totalReplicas`."""
@@ -98,39 +104,43 @@ def _replicas_or_report(workload: Item, report_violation: ReportViolation) -> in
 def rollback_capacity_validator(
     args: StackValidationArgs, report_violation: ReportViolation
 ) -> None:
-    """While the Ascend weight is below 100, the NVIDIA backend has `totalReplicas` pods; the
-    Ascend backend has pods for its share at `ascendCapacityRatio`."""
+    """While some route may send traffic elsewhere than Ascend (the share it surely sends to
+    Ascend pods is below 100), the NVIDIA backend has `totalReplicas` pods; each Ascend
+    workload a route reaches has pods for the largest share any route sends it, at
+    `ascendCapacityRatio`. Shares are where traffic really goes (`policies.traffic_share`); a
+    destination reaching no known pod is reported (fail closed)."""
     total, ratio = _config(args)
     config = args.get_config()
     view = StackView.of(args.resources)
-    ascend_subset = subset_name(config, "ascend")
-    weights = {r.weight for r in view.routes_to(ascend_subset) if r.weight is not None}
-    if not weights:
-        args.not_applicable(f"no VirtualService routes to subset {ascend_subset!r}")
-    weight = max(weights)
-    if min(weights) < 100:
+    shares = ascend_shares(view, config)
+    if not shares.routes:
+        args.not_applicable("no VirtualService routes traffic")
+    for message, urn in shares.problems:
+        report_violation(f"cannot check the capacity: {message}", urn)
+    least = shares.least
+    if least < 100:
         nvidia, why = view.backend(subset_name(config, "nvidia"))
         if nvidia is None:
-            report_violation(f"cannot check the rollback capacity at {weight}%: {why}", None)
+            report_violation(
+                f"cannot check the rollback capacity while Ascend takes {percent(least)}: {why}",
+                None,
+            )
         elif (count := _replicas_or_report(nvidia, report_violation)) is not None and (
             count < total
         ):
             report_violation(
-                f"{nvidia.label} has {count} replicas while Ascend takes {min(weights)}%: NVIDIA "
-                f"must keep totalReplicas={total} pods (all traffic) until the weight is 100, so "
-                f"a rollback to 0% lands on a full pool; keep {total} replicas",
+                f"{nvidia.label} has {count} replicas while Ascend takes {percent(least)}: "
+                f"NVIDIA must keep totalReplicas={total} pods (all traffic) until the weight is "
+                f"100, so a rollback to 0% lands on a full pool; keep {total} replicas",
                 nvidia.urn,
             )
-    if weight > 0:
-        ascend, why = view.backend(ascend_subset)
-        needed = ascend_pods_needed(total, weight, ratio)
-        if ascend is None:
-            report_violation(f"cannot check the Ascend capacity at {weight}%: {why}", None)
-        elif (count := _replicas_or_report(ascend, report_violation)) is not None and (
+    for ascend, share in shares.ascend_workloads():
+        needed = ascend_pods_needed(total, share, ratio)
+        if (count := _replicas_or_report(ascend, report_violation)) is not None and (
             count < needed
         ):
             report_violation(
-                f"{ascend.label} has {count} replicas for {weight}% of traffic: at "
+                f"{ascend.label} has {count} replicas for {percent(share)} of traffic: at "
                 f"ascendCapacityRatio={ratio:g} its share of totalReplicas={total} needs at "
                 f"least {needed}; raise its replicas or lower the weight",
                 ascend.urn,
@@ -248,6 +258,7 @@ POLICIES = [
                     "description": "Throughput of one Ascend pod relative to one NVIDIA pod.",
                 },
                 **SUBSET_SCHEMAS,
+                "ascendResource": SHARE_SCHEMAS["ascendResource"],
             }
         ),
     ),

@@ -59,6 +59,7 @@ def settings_facts(
         "tagPattern": settings.policy.release_tag_pattern,
         "nvidiaSubset": HARDWARE[0],
         "ascendSubset": HARDWARE[1],
+        "ascendResource": settings.ascend.accelerator_resource,
         "totalWeight": TOTAL_WEIGHT,
         "totalReplicas": settings.capacity.total_replicas,
         "ascendCapacityRatio": settings.capacity.ascend_capacity_ratio,

@@ -6,7 +6,7 @@ import pytest
 
 from components.capacity import ascend_replicas
 from policies.capacity import ascend_pods_needed
-from tests.support.policy_objects import NOT_APPLICABLE, find, good_stack, stack_violations
+from tests.support.policy_objects import HOST, NOT_APPLICABLE, find, good_stack, stack_violations
 
 
 def capacity(objects, config=None):
@@ -77,8 +77,12 @@ def test_missing_backend_fails_closed():
         o for o in good_stack(20) if o["metadata"].get("labels", {}).get("hardware") != "ascend"
     ]
     [message] = capacity(stack)
-    assert "cannot check the Ascend capacity at 20%" in message
-    assert "no workload in the stack runs the pods of subset 'ascend'" in message
+    assert message == (
+        "cannot check the capacity: VirtualService inference/inference-vs route 'split' "
+        f"destination {HOST} subset 'ascend': subset 'ascend' of {HOST} selects no pod of "
+        "Service inference/inference-service (503 UH no_healthy_upstream); make the subset's "
+        "labels match a pod template"
+    )
 
 
 def test_no_traffic_split_is_not_applicable():

@@ -260,6 +260,7 @@ def test_command_takes_the_step_limit_and_image_from_base(git_repo, tmp_path, ca
         "ladder": [0, 5, 20, 50, 80, 100],
         "previousWeight": 5,
         "ascendSubset": "ascend",
+        "ascendResource": "huawei.com/Ascend910",
     }
     assert written["precision-verified-before-promotion"]["previousAscendImage"] == (
         "registry/inference-service:v1.2.3-npu"
