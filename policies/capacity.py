@@ -48,12 +48,11 @@ from policies.common import (
     config_value,
     mapping,
     path,
-    subset_name,
 )
 from policies.placement import DEFAULT_ACCELERATOR_POOLS, accelerator_pools
 from policies.pod_counts import PodCount, PodCountError, accelerators_per_pod, peak_pods
 from policies.stack_view import Item, StackView, replicas
-from policies.traffic_share import ascend_shares, percent
+from policies.traffic_share import ascend_shares, nvidia_backend, percent
 
 DEFAULT_TOTAL_REPLICAS = 4
 """NVIDIA pods that serve 100% of traffic (the article's 4); `capacity.totalReplicas`."""
@@ -119,7 +118,7 @@ def rollback_capacity_validator(
         report_violation(f"cannot check the capacity: {message}", urn)
     least = shares.least
     if least < 100:
-        nvidia, why = view.backend(subset_name(config, "nvidia"))
+        nvidia, why = nvidia_backend(shares, config)
         if nvidia is None:
             report_violation(
                 f"cannot check the rollback capacity while Ascend takes {percent(least)}: {why}",

@@ -210,15 +210,6 @@ class StackView:
             if rule_host(rule) == host and (labels := rule_subsets(rule).get(subset)) is not None
         ]
 
-    def subsets(self, host: str) -> dict[str, Mapping[str, Any]]:
-        """Subset name -> labels, over every DestinationRule whose host is `host` (FQDN)."""
-        found: dict[str, Mapping[str, Any]] = {}
-        for rule in self.destination_rules:
-            if rule_host(rule) == host:
-                for name, labels in rule_subsets(rule).items():
-                    found.setdefault(name, labels)
-        return found
-
     def service(self, host: str) -> Item | None:
         """The stack's Service whose cluster-local name is `host` (FQDN), or None."""
         for service in self.services:
@@ -227,15 +218,10 @@ class StackView:
                 return service
         return None
 
-    def service_selector(self, host: str) -> Mapping[str, Any] | None:
-        """The selector of the stack's Service behind `host`, or None when it is not here."""
-        service = self.service(host)
-        return None if service is None else mapping(path(service.props, "spec", "selector"))
-
     def service_pods(self, service: Item) -> list[Item]:
         """Workloads whose pods are endpoints of `service`: in its namespace, carrying every
-        label of its selector. None for a Service without a selector or of type ExternalName
-        (no pod endpoints)."""
+        label of its selector; [] for a Service without a selector or of type ExternalName (no
+        pod endpoints)."""
         spec = mapping(service.props.get("spec"))
         selector = mapping(spec.get("selector"))
         if not selector or spec.get("type") == "ExternalName":
@@ -276,17 +262,16 @@ class StackView:
             return Reach(
                 route,
                 (),
-                f"{route.host} is no Service of the stack: where it sends "
-                "traffic cannot be known; route to a Service the stack defines",
+                f"{route.host} is no Service of the stack: where it sends traffic cannot be "
+                "known; route to a Service the stack defines",
             )
         pods = self.service_pods(service)
         if not pods:
             return Reach(
                 route,
                 (),
-                f"{service.label} selects no pod of any workload in the "
-                "stack (503 UH no_healthy_upstream); make its selector match a pod "
-                "template",
+                f"{service.label} selects no pod of any workload in the stack (503 UH "
+                "no_healthy_upstream); make its selector match a pod template",
             )
         if route.subset is None:
             return Reach(route, tuple(pods))
@@ -295,9 +280,8 @@ class StackView:
             return Reach(
                 route,
                 (),
-                f"subset {route.subset!r} of {route.host}, which no "
-                "DestinationRule in the stack defines (503 for that share); define "
-                "the subset or fix the route",
+                f"subset {route.subset!r} of {route.host}, which no DestinationRule in the "
+                "stack defines (503 for that share); define the subset or fix the route",
             )
         found: dict[str, Item] = {}
         for labels in definitions:
@@ -308,9 +292,8 @@ class StackView:
             return Reach(
                 route,
                 (),
-                f"subset {route.subset!r} of {route.host} selects no pod "
-                f"of {service.label} (503 UH no_healthy_upstream); make the "
-                "subset's labels match a pod template",
+                f"subset {route.subset!r} of {route.host} selects no pod of {service.label} "
+                "(503 UH no_healthy_upstream); make the subset's labels match a pod template",
             )
         return Reach(route, tuple(found.values()))
 

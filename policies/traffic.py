@@ -75,11 +75,6 @@ def _shares(args: StackValidationArgs, report_violation: ReportViolation) -> Asc
     return shares
 
 
-def _reached(route: RouteShare) -> str:
-    """`Deployment inference/inference-green`, or `no Ascend pod`."""
-    return ", ".join(w.label for w in route.ascend) or "no Ascend pod"
-
-
 def steps_text(ladder: tuple[int, ...]) -> str:
     """`0, 5, 20, 50, 80, 100`."""
     return ", ".join(str(step) for step in ladder)
@@ -95,7 +90,7 @@ def ascend_weight_on_ladder_validator(
     for route in _shares(args, report_violation).routes:
         if route.most is not None and route.most not in ladder:
             report_violation(
-                f"{route.where} sends {percent(route.most)} to Ascend pods ({_reached(route)}), "
+                f"{route.where} sends {percent(route.most)} to Ascend pods ({route.reached}), "
                 f"which is not a ladder step ({steps_text(ladder)}); set ascendWeight to one "
                 "of them",
                 route.virtual_service.urn,
@@ -149,7 +144,7 @@ def _jump_message(
     route: RouteShare, share: Fraction, previous: int | None, limit: int, max_step: int | None
 ) -> str:
     where = route.virtual_service.label
-    via = f"; route {route.name!r} sends it to {_reached(route)}"
+    via = f"; route {route.name!r} sends it to {route.reached}"
     if previous is None:
         return (
             f"{where} sends {percent(share)} to Ascend with no previousWeight in the policy "

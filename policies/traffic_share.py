@@ -4,7 +4,8 @@ Names decide nothing here: every destination of every route of every VirtualServ
 http, tcp and tls) is resolved to the workloads whose pods it reaches (`StackView.reach`: a
 subset through its host's DestinationRule labels, a host through its Service's selector), and a
 workload is an Ascend one when its pods request the Ascend accelerator (`ascendResource`) or the
-Ascend subset (`ascendSubset`) of some DestinationRule selects them: either is enough.
+Ascend subset (`ascendSubset`) of some DestinationRule selects them: either is enough, so a name
+can add Ascend pods but never hide one.
 
 Any route may carry all traffic (a match that fits every request, a route placed first), so
 what is judged is the worst case: the largest share any route gives to Ascend pods. A
@@ -44,6 +45,17 @@ class RouteShare:
     """% that surely lands on Ascend pods (destinations reaching only Ascend pods)."""
     ascend: tuple[Item, ...]
     """The Ascend workloads the route reaches."""
+    unknown: bool = False
+    """True when a destination carrying traffic reaches no known pod (counted in `most`)."""
+
+    @property
+    def reached(self) -> str:
+        """For messages: `Deployment inference/inference-green`, `pods the stack does not
+        know`, or `no Ascend pod`."""
+        parts = [w.label for w in self.ascend]
+        if self.unknown:
+            parts.append("pods the stack does not know")
+        return ", ".join(parts) or "no Ascend pod"
 
     @property
     def where(self) -> str:
@@ -56,7 +68,7 @@ class RouteShare:
             (
                 share
                 for reach, share in zip(self.reaches, self.shares or (), strict=False)
-                if workload in reach.workloads
+                if workload.urn in {w.urn for w in reach.workloads}
             ),
             Fraction(0),
         )
@@ -66,6 +78,8 @@ class RouteShare:
 class AscendShares:
     """The Ascend share of every route of the stack, and what kept one from being known."""
 
+    ascend_urns: frozenset[str] = frozenset()
+    """URNs of the workloads that run Ascend pods (`ascend_workload_urns`)."""
     routes: list[RouteShare] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)
     """(message, urn) per destination that carries traffic but reaches no known pod, and per
@@ -79,14 +93,10 @@ class AscendShares:
     @property
     def least(self) -> Fraction:
         """The smallest share in % a route surely sends to Ascend pods (0 when unknown)."""
-        known = [r.least for r in self.routes]
-        return Fraction(0) if None in known else min(known, default=Fraction(0))  # type: ignore[type-var]
-
-    @property
-    def most_route(self) -> RouteShare | None:
-        """The route giving Ascend the effective share (the first of equals)."""
-        candidates = [r for r in self.routes if r.most is not None]
-        return max(candidates, key=lambda r: r.most or 0, default=None)
+        known = [r.least for r in self.routes if r.least is not None]
+        if len(known) < len(self.routes):
+            return Fraction(0)
+        return min(known, default=Fraction(0))
 
     def ascend_workloads(self) -> list[tuple[Item, Fraction]]:
         """Each Ascend workload some route reaches, with the largest share in % a route sends
@@ -145,7 +155,7 @@ def ascend_shares(view: StackView, config: Mapping[str, Any]) -> AscendShares:
     `ascendSubset`.
     """
     ascend = ascend_workload_urns(view, config)
-    result = AscendShares()
+    result = AscendShares(frozenset(ascend))
     for vs in view.virtual_services:
         by_route: dict[str, list[Route]] = {}
         for route in routes_of(vs):
@@ -163,6 +173,7 @@ def ascend_shares(view: StackView, config: Mapping[str, Any]) -> AscendShares:
                     )
                 )
             most = least = Fraction(0)
+            unknown = False
             reached: dict[str, Item] = {}
             for reach, each in zip(reaches, shares or [None] * len(reaches), strict=True):
                 if reach.problem:
@@ -175,6 +186,7 @@ def ascend_shares(view: StackView, config: Mapping[str, Any]) -> AscendShares:
                             )
                         )
                     most += each or 0  # unknown pods may be Ascend pods
+                    unknown = unknown or each != 0
                     continue
                 hits = [w for w in reach.workloads if w.urn in ascend]
                 for workload in hits:
@@ -192,6 +204,36 @@ def ascend_shares(view: StackView, config: Mapping[str, Any]) -> AscendShares:
                     most if shares is not None else None,
                     least if shares is not None else None,
                     tuple(reached.values()),
+                    unknown,
                 )
             )
     return result
+
+
+def nvidia_backend(shares: AscendShares, config: Mapping[str, Any]) -> tuple[Item | None, str]:
+    """The one workload a rollback sends traffic back to, or (None, why not).
+
+    It is the non-Ascend workload the destinations naming the `nvidiaSubset` subset reach
+    (resolved under their own host), else the one non-Ascend workload any destination reaches
+    (a split by per-backend hosts). Raises ConfigError for a malformed `nvidiaSubset`.
+    """
+    name = subset_name(config, "nvidia")
+
+    def others(named_only: bool) -> dict[str, Item]:
+        found: dict[str, Item] = {}
+        for route in shares.routes:
+            for reach in route.reaches:
+                if named_only and reach.route.subset != name:
+                    continue
+                for workload in reach.workloads:
+                    if workload.urn not in shares.ascend_urns:
+                        found.setdefault(workload.urn, workload)
+        return found
+
+    found = others(named_only=True) or others(named_only=False)
+    if len(found) == 1:
+        return next(iter(found.values())), ""
+    if not found:
+        return None, f"no route reaches the pods of a workload other than Ascend (subset {name!r})"
+    names = ", ".join(sorted(w.label for w in found.values()))
+    return None, f"the routes reach several non-Ascend workloads: {names}"
