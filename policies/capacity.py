@@ -20,6 +20,11 @@ its accelerator counts at its peak (`policies.pod_counts`):
 
     sum(peak pods x accelerators per pod) <= nodes x acceleratorsPerNode
 
+A Deployment surges only when its pod template changes. The policy sees only the new objects,
+so the deployed templates come in as policy config `previousPodTemplates` (their digests, from
+the base's objects); a Deployment whose template matches only scales and counts no surge. That
+keeps a rollback (the weight, hence the replicas, moving back) possible on a shrunk pool.
+
 Only the pool's nodes offer its extended resource (`acceleratorPools`), so a workload counts by
 the accelerator it requests, pinned or not (`accelerator-placement` demands the pinning).
 """
@@ -27,6 +32,7 @@ the accelerator it requests, pinned or not (`accelerator-placement` demands the 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -50,7 +56,13 @@ from policies.common import (
     path,
 )
 from policies.placement import DEFAULT_ACCELERATOR_POOLS, accelerator_pools
-from policies.pod_counts import PodCount, PodCountError, accelerators_per_pod, peak_pods
+from policies.pod_counts import (
+    PodCount,
+    PodCountError,
+    accelerators_per_pod,
+    peak_pods,
+    template_hash,
+)
 from policies.stack_view import Item, StackView, replicas
 from policies.traffic_share import ascend_shares, nvidia_backend, percent
 
@@ -191,16 +203,54 @@ def pool_sizes(config: Mapping[str, Any], pools: Iterable[str]) -> dict[str, Poo
     return sizes
 
 
+SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+def previous_pod_templates(config: Mapping[str, Any]) -> dict[str, str] | None:
+    """Config `previousPodTemplates` ({Deployment name: sha256 hex of its deployed pod
+    template}); None when absent (a first deploy, or unknown: every rollout counts its surge).
+
+    Raises ConfigError naming the first entry that is not a name -> 64 lowercase hex digits.
+    """
+    raw = config.get("previousPodTemplates")
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise ConfigError(
+            f"previousPodTemplates = {raw!r} is not a map of Deployment name -> sha256 hex"
+        )
+    for name, digest in raw.items():
+        if not isinstance(digest, str) or not SHA256_HEX.fullmatch(digest):
+            raise ConfigError(
+                f"previousPodTemplates.{name} = {digest!r} is not a sha256 hex digest (64 "
+                "lowercase hex digits)"
+            )
+    return {str(name): str(digest) for name, digest in raw.items()}
+
+
+def template_changes(workload: Item, previous: Mapping[str, str] | None) -> bool:
+    """False only for a Deployment whose pod template hashes to its `previousPodTemplates`
+    entry (the change scales it, no rollout); True otherwise (unknown counts as a change)."""
+    if previous is None or workload.kind != "Deployment":
+        return True
+    name = path(workload.props, "metadata", "name")
+    digest = previous.get(str(name)) if name else None
+    return digest is None or digest != template_hash(path(workload.props, "spec", "template"))
+
+
 @config_errors_are_violations
 def pool_capacity_validator(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     """For each pool of `acceleratorPools`: the accelerators every workload requesting it takes
     at the peak of a rollout (replicas + maxSurge, x accelerators per pod, summed) fit in
-    nodes x acceleratorsPerNode (`poolSizes`)."""
+    nodes x acceleratorsPerNode (`poolSizes`). A Deployment whose pod template equals the
+    deployed one (`previousPodTemplates`) only scales: it counts its replicas, no surge, so a
+    rollback (a change of replicas alone) onto a shrunk pool is not blocked."""
     config = args.get_config()
     resources_of: dict[str, set[str]] = {}
     for resource, pool in accelerator_pools(config).items():
         resources_of.setdefault(pool, set()).add(resource)
     sizes = pool_sizes(config, resources_of)
+    previous = previous_pod_templates(config)
     demand: dict[str, list[tuple[Item, PodCount, int]]] = {}
     unreadable = False
     for workload in StackView.of(args.resources).workloads:
@@ -208,7 +258,8 @@ def pool_capacity_validator(args: StackValidationArgs, report_violation: ReportV
             try:
                 each = accelerators_per_pod(workload.pod_spec or {}, resources)
                 if each:
-                    count = peak_pods(workload, sizes[pool].nodes)
+                    changes = template_changes(workload, previous)
+                    count = peak_pods(workload, sizes[pool].nodes, changes)
                     demand.setdefault(pool, []).append((workload, count, each))
             except PodCountError as exc:
                 unreadable = True
@@ -264,8 +315,8 @@ POLICIES = [
     StackValidationPolicy(
         name="pool-capacity",
         description="Each accelerator pool holds the pods its workloads run at the peak of a "
-        "rollout: sum of (replicas + maxSurge) x accelerators per pod <= nodes x "
-        "acceleratorsPerNode.",
+        "rollout: sum of (replicas + maxSurge when the pod template changes) x accelerators per "
+        "pod <= nodes x acceleratorsPerNode.",
         validate=pool_capacity_validator,
         enforcement_level=EnforcementLevel.MANDATORY,
         config_schema=PolicyConfigSchema(
@@ -293,6 +344,16 @@ POLICIES = [
                     "additionalProperties": {"type": "string"},
                     "default": DEFAULT_ACCELERATOR_POOLS,
                     "description": "Extended resource name -> pool name.",
+                },
+                "previousPodTemplates": {
+                    "type": "object",
+                    "additionalProperties": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                    "description": "Deployment metadata.name -> sha256 hex of the canonical "
+                    "JSON (sorted keys, separators `,` `:`, whole numbers as integers) of its "
+                    "spec.template in the BASE (deployed) stack. A Deployment whose template "
+                    "is unchanged only scales and counts no rollout surge; absent (first "
+                    "deploy, unknown), every Deployment counts its surge. Written by "
+                    "`dualstack.offline.policy_config.template_facts` from the base's objects.",
                 },
             }
         ),

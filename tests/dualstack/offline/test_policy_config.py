@@ -25,7 +25,7 @@ DEFAULTS = load_settings(cfg(ascendWeight="5"))
 
 def test_each_policy_gets_exactly_its_schema_keys():
     settings = load_settings(cfg(ascendWeight="5", policy={"maxStep": 20}))
-    config = pack_config(settings, 5, base=settings)
+    config = pack_config(settings, 5, base=settings, base_objects=[])
     for policy in POLICIES:
         declared = set(policy.config_schema.properties) if policy.config_schema else set()
         expected = declared - NOT_FROM_SETTINGS
