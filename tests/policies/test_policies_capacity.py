@@ -26,6 +26,26 @@ def test_nvidia_scaled_down_before_100_fails():
     assert "totalReplicas=4" in message and "rollback" in message
 
 
+def test_nvidia_may_not_shrink_at_80():
+    """The last rung below 100 still needs all of NVIDIA (kills `least < 100` -> `< 80`)."""
+    stack = good_stack(80)
+    find(stack, "Deployment", "nvidia")["spec"]["replicas"] = 3
+    [message] = capacity(stack)
+    assert message.startswith(
+        "Deployment inference/inference-blue has 3 replicas while Ascend takes 80%: NVIDIA must "
+        "keep totalReplicas=4 pods"
+    )
+
+
+def test_nvidia_one_pod_short_fails():
+    """One pod short of totalReplicas is short (kills `count < total` -> `< total - 1`)."""
+    stack = good_stack(20)
+    find(stack, "Deployment", "nvidia")["spec"]["replicas"] = 3
+    [message] = capacity(stack)
+    assert "inference-blue has 3 replicas while Ascend takes 20%" in message
+    assert message.endswith("keep 4 replicas")
+
+
 def test_nvidia_may_shrink_at_100():
     stack = good_stack(100)
     find(stack, "Deployment", "nvidia")["spec"]["replicas"] = 1
