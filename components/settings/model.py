@@ -23,6 +23,12 @@ from components.settings.images import pinned_image
 from components.settings.monitoring import MonitoringSettings
 from components.settings.policy import PolicySettings
 from components.settings.precision import PrecisionCheckSettings
+from components.settings.security import (
+    ASCEND_SCRATCH,
+    NVIDIA_SCRATCH,
+    ScratchVolume,
+    SecuritySettings,
+)
 from components.settings.slo import SloSettings
 
 PROJECT = "dualstack-inference"
@@ -151,11 +157,46 @@ class HardwareSettings(ConfigModel):
         None, description="Host path of the accelerator driver, mounted read-only at the same path."
     )
     resources: ResourceSettings = Field(default_factory=ResourceSettings)
+    scratch: tuple[ScratchVolume, ...] = Field(
+        NVIDIA_SCRATCH,
+        description="Writable emptyDirs (the root filesystem is read-only): /tmp, caches.",
+    )
+    supplemental_groups: tuple[int, ...] = Field(
+        (),
+        description="Extra GIDs of the pod's processes, e.g. the group that may use the "
+        "accelerator's device files.",
+    )
 
     @field_validator("image")
     @classmethod
     def _image_is_pinned(cls, image: str) -> str:
         return pinned_image(image)
+
+    @field_validator("supplemental_groups")
+    @classmethod
+    def _group_ids(cls, groups: tuple[int, ...]) -> tuple[int, ...]:
+        if any(not 0 < gid <= 2147483647 for gid in groups):
+            raise ValueError("GIDs must be 1..2147483647 (0 is root's group)")
+        return groups
+
+    @model_validator(mode="after")
+    def _distinct_scratch(self) -> HardwareSettings:
+        names = [v.name for v in self.scratch]
+        paths = [v.mount_path for v in self.scratch]
+        if self.driver_host_path:
+            names.append("accelerator-driver")
+            paths.append(self.driver_host_path)
+        for what, values in (("volume names", names), ("mount paths", paths)):
+            repeated = sorted({v for v in values if values.count(v) > 1})
+            if repeated:
+                raise ValueError(
+                    f"scratch: {what} must be unique (the driver mount counts), "
+                    f"repeated: {', '.join(repeated)}"
+                )
+        env = [name for v in self.scratch for name in v.env]
+        if repeated := sorted({n for n in env if env.count(n) > 1}):
+            raise ValueError(f"scratch: env {', '.join(repeated)} is set by two volumes")
+        return self
 
 
 class NvidiaSettings(HardwareSettings):
@@ -193,6 +234,12 @@ class AscendSettings(HardwareSettings):
         },
     )
     driver_host_path: str | None = "/usr/local/Ascend/driver"
+    scratch: tuple[ScratchVolume, ...] = ASCEND_SCRATCH
+    supplemental_groups: tuple[int, ...] = Field(
+        (1000,),
+        description="GID 1000: HwHiAiUser, the group of the Ascend driver's run user; CANN's "
+        "run user must be in it, and MindCluster expects UID/GID 1000 on hosts and in images.",
+    )
 
 
 class ServiceSettings(ConfigModel):
@@ -277,6 +324,7 @@ class Settings(ConfigModel):
     monitoring: MonitoringSettings = Field(default_factory=MonitoringSettings)
     precision_check: PrecisionCheckSettings = Field(default_factory=PrecisionCheckSettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)
+    security: SecuritySettings = Field(default_factory=SecuritySettings)
 
     @field_validator("ladder")
     @classmethod
