@@ -25,9 +25,12 @@ from components.settings.policy import PolicySettings
 from components.settings.precision import PrecisionCheckSettings
 from components.settings.security import (
     ASCEND_SCRATCH,
+    HWHIAIUSER_GID,
     NVIDIA_SCRATCH,
+    GroupId,
     ScratchVolume,
     SecuritySettings,
+    scratch_problem,
 )
 from components.settings.slo import SloSettings
 
@@ -161,10 +164,8 @@ class HardwareSettings(ConfigModel):
         NVIDIA_SCRATCH,
         description="Writable emptyDirs (the root filesystem is read-only): /tmp, caches.",
     )
-    supplemental_groups: tuple[int, ...] = Field(
-        (),
-        description="Extra GIDs of the pod's processes, e.g. the group that may use the "
-        "accelerator's device files.",
+    supplemental_groups: tuple[GroupId, ...] = Field(
+        (), description="Extra GIDs of the pod's processes (e.g. the accelerator's device group)."
     )
 
     @field_validator("image")
@@ -172,30 +173,11 @@ class HardwareSettings(ConfigModel):
     def _image_is_pinned(cls, image: str) -> str:
         return pinned_image(image)
 
-    @field_validator("supplemental_groups")
-    @classmethod
-    def _group_ids(cls, groups: tuple[int, ...]) -> tuple[int, ...]:
-        if any(not 0 < gid <= 2147483647 for gid in groups):
-            raise ValueError("GIDs must be 1..2147483647 (0 is root's group)")
-        return groups
-
     @model_validator(mode="after")
     def _distinct_scratch(self) -> HardwareSettings:
-        names = [v.name for v in self.scratch]
-        paths = [v.mount_path for v in self.scratch]
-        if self.driver_host_path:
-            names.append("accelerator-driver")
-            paths.append(self.driver_host_path)
-        for what, values in (("volume names", names), ("mount paths", paths)):
-            repeated = sorted({v for v in values if values.count(v) > 1})
-            if repeated:
-                raise ValueError(
-                    f"scratch: {what} must be unique (the driver mount counts), "
-                    f"repeated: {', '.join(repeated)}"
-                )
-        env = [name for v in self.scratch for name in v.env]
-        if repeated := sorted({n for n in env if env.count(n) > 1}):
-            raise ValueError(f"scratch: env {', '.join(repeated)} is set by two volumes")
+        driver = {"accelerator-driver": self.driver_host_path} if self.driver_host_path else {}
+        if problem := scratch_problem(self.scratch, driver):
+            raise ValueError(f"scratch: {problem}")
         return self
 
 
@@ -235,11 +217,7 @@ class AscendSettings(HardwareSettings):
     )
     driver_host_path: str | None = "/usr/local/Ascend/driver"
     scratch: tuple[ScratchVolume, ...] = ASCEND_SCRATCH
-    supplemental_groups: tuple[int, ...] = Field(
-        (1000,),
-        description="GID 1000: HwHiAiUser, the group of the Ascend driver's run user; CANN's "
-        "run user must be in it, and MindCluster expects UID/GID 1000 on hosts and in images.",
-    )
+    supplemental_groups: tuple[GroupId, ...] = (HWHIAIUSER_GID,)
 
 
 class ServiceSettings(ConfigModel):

@@ -54,6 +54,15 @@ _LABEL_VALUE = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$"
 
 HighId = Annotated[int, Field(ge=10000, le=2147483647)]
 """A UID or GID of at least 10000 (checkov CKV_K8S_40: above the IDs host accounts use)."""
+GroupId = Annotated[int, Field(ge=1, le=2147483647)]
+"""A supplemental GID (not 0, root's group)."""
+
+HWHIAIUSER_GID = 1000
+"""GID of HwHiAiUser, the group of the Ascend driver's run user. CANN's run user must share
+the driver run user's group (CANN installation guide, "准备安装和运行用户"), and MindCluster
+expects HwHiAiUser to be UID/GID 1000 on every host and in every container (MindCluster
+installation, "创建用户"). The Ascend pods get it as a supplemental group, so a UID >= 10000
+can still open the driver's files."""
 
 
 class PortSettings(ConfigModel):
@@ -229,6 +238,22 @@ class ScratchVolume(ConfigModel):
         if not path.startswith("/") or posixpath.normpath(path) in ("/", "//"):
             raise ValueError("must be an absolute path below /, e.g. /var/cache/model")
         return posixpath.normpath(path)
+
+
+def scratch_problem(scratch: tuple[ScratchVolume, ...], reserved: dict[str, str]) -> str | None:
+    """Why a container's scratch volumes clash (a name, a mount path or an environment
+    variable used twice, `reserved` {volume name: path} counting too); None when they do not."""
+    names = [v.name for v in scratch] + list(reserved)
+    paths = [v.mount_path for v in scratch] + list(reserved.values())
+    for what, values in (("volume names", names), ("mount paths", paths)):
+        if repeated := sorted({v for v in values if values.count(v) > 1}):
+            return (
+                f"{what} must be unique (the driver mount counts), repeated: {', '.join(repeated)}"
+            )
+    env = [name for v in scratch for name in v.env]
+    if repeated := sorted({n for n in env if env.count(n) > 1}):
+        return f"env {', '.join(repeated)} is set by two volumes"
+    return None
 
 
 TMP = ScratchVolume(name="tmp", mount_path="/tmp", size_limit="1Gi", env=("TMPDIR",))

@@ -91,9 +91,9 @@ def test_checkov_passes_every_rung_outside_the_justified_skip(tmp_path):
         _settings, objects = render(config, stack)
         validate_objects(objects)  # kubernetes-validate strict and the CRD schemas
         (tmp_path / f"{stack}.yaml").write_text(to_yaml(objects), encoding="utf-8")
+    command = [checkov, "--config-file", str(CONFIG), "--skip-check", "NONE", "-o", "json"]
     done = subprocess.run(
-        [checkov, "--config-file", str(CONFIG), "--skip-check", "NONE", "-d", str(tmp_path)]
-        + ["-o", "json"],
+        [*command, "-d", str(tmp_path)],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -262,7 +262,11 @@ def test_configured_gateways_destinations_and_job_extras(render_objects):
             security={
                 "networkPolicy": {
                     "egress": [
-                        {"cidr": "10.20.0.0/16", "except": ["10.20.9.0/24"], "ports": [{"port": 443}]}
+                        {
+                            "cidr": "10.20.0.0/16",
+                            "except": ["10.20.9.0/24"],
+                            "ports": [{"port": 443}],
+                        }
                     ]
                 }
             },

@@ -66,9 +66,7 @@ def test_digest_pinning_is_advisory_unless_the_base_requires_it():
     assert pack_config(DEFAULTS, 5, base=required)["images-pinned-by-digest"][level] == (
         "mandatory"
     )
-    assert pack_config(required, 5, base=DEFAULTS)["images-pinned-by-digest"][level] == (
-        "advisory"
-    )
+    assert pack_config(required, 5, base=DEFAULTS)["images-pinned-by-digest"][level] == ("advisory")
 
 
 def test_route_weights_config_comes_from_the_program():
