@@ -5,6 +5,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import resource_names as names
 from components.naming import pool_taint
 from components.settings import PoolSettings
 
@@ -38,7 +39,7 @@ class AcceleratorNodePool(pulumi.ComponentResource):
     def __init__(
         self, name: str, pool: PoolSettings, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("dualstack:index:AcceleratorNodePool", name, None, opts)
+        super().__init__(names.NODE_POOL_TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.patches = [
             k8s.core.v1.NodePatch(

@@ -26,6 +26,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 import precision_check as checker
+from components import resource_names as rn
 from components.naming import direct_service_name, precision_labels, service_host
 from components.network_policy import precision_policy_spec
 from components.security import container_security_context, pull_policy, service_account
@@ -219,7 +220,7 @@ class PrecisionCheck(pulumi.ComponentResource):
     def __init__(
         self, name: str, settings: Settings, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("dualstack:index:PrecisionCheck", name, None, opts)
+        super().__init__(rn.PRECISION_TYPE, name, None, opts)
         object_names = names(settings)
 
         def meta(object_name: str) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import Any
 import pulumi
 import pulumi.runtime.config as pulumi_config
 
+from components import resource_names as names
 from components.monitoring.component import UnifiedMonitoring
 from components.node_pools import AcceleratorNodePool
 from components.precision import PrecisionCheck
@@ -23,16 +24,16 @@ class DualStackInference(pulumi.ComponentResource):
     def __init__(
         self, name: str, settings: Settings, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("dualstack:index:DualStackInference", name, None, opts)
+        super().__init__(names.STACK_TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.pools = {
-            hw: AcceleratorNodePool(f"{name}-{hw}-pool", settings.hardware(hw).pool, child)
+            hw: AcceleratorNodePool(names.pool(name, hw), settings.hardware(hw).pool, child)
             for hw in HARDWARE
         }
         # Workloads wait for their pool's labels and taints, or the pods would stay Pending.
         self.workloads = {
             hw: InferenceWorkload(
-                f"{name}-{hw}",
+                names.child(name, hw),
                 settings,
                 hw,
                 pulumi.ResourceOptions(parent=self, depends_on=[self.pools[hw]]),
@@ -40,18 +41,20 @@ class DualStackInference(pulumi.ComponentResource):
             for hw in HARDWARE
         }
         self.traffic = TrafficSplit(
-            f"{name}-traffic",
+            names.child(name, names.TRAFFIC),
             settings,
             pulumi.ResourceOptions(parent=self, depends_on=list(self.workloads.values())),
         )
         if settings.precision_check.enabled:  # calls both direct Services, so after them
             self.precision = PrecisionCheck(
-                f"{name}-precision",
+                names.child(name, names.PRECISION),
                 settings,
                 pulumi.ResourceOptions(parent=self, depends_on=list(self.workloads.values())),
             )
         if settings.monitoring.enabled:
-            self.monitoring = UnifiedMonitoring(f"{name}-monitoring", settings, child)
+            self.monitoring = UnifiedMonitoring(
+                names.child(name, names.MONITORING), settings, child
+            )
         self.register_outputs({})
 
 
@@ -85,7 +88,7 @@ def main(config: Mapping[str, Any] | None = None) -> DualStackInference:
         settings = load_settings(stack_config() if config is None else config, PROJECT)
     except SettingsError as exc:
         raise pulumi.RunError(f"invalid stack config:\n{exc}") from None
-    stack = DualStackInference("inference", settings)
+    stack = DualStackInference(names.TOP_NAME, settings)
     for key, value in exports(settings, stack).items():
         pulumi.export(key, value)
     return stack

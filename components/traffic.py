@@ -13,6 +13,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import resource_names as names
 from components.naming import service_host, subset_labels
 from components.settings import HARDWARE, TOTAL_WEIGHT, Settings
 from components.workloads import PORT_NAME
@@ -91,7 +92,7 @@ class TrafficSplit(pulumi.ComponentResource):
     def __init__(
         self, name: str, settings: Settings, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("dualstack:index:TrafficSplit", name, None, opts)
+        super().__init__(names.TRAFFIC_TYPE, name, None, opts)
         api_version = settings.istio.api_version
         labels = {"app": settings.service.name}
 
@@ -104,13 +105,13 @@ class TrafficSplit(pulumi.ComponentResource):
             )
 
         service = k8s.core.v1.Service(
-            f"{name}-service",
+            names.child(name, names.SERVICE),
             metadata=meta(settings.service.name),
             spec=shared_service_spec(settings),
             opts=pulumi.ResourceOptions(parent=self),
         )
         destination_rule = k8s.apiextensions.CustomResource(
-            f"{name}-destination-rule",
+            names.child(name, names.DESTINATION_RULE),
             api_version=api_version,
             kind="DestinationRule",
             metadata=meta(settings.istio.destination_rule_name),
@@ -118,7 +119,7 @@ class TrafficSplit(pulumi.ComponentResource):
             opts=child("DestinationRule"),
         )
         k8s.apiextensions.CustomResource(
-            f"{name}-virtual-service",
+            names.child(name, names.VIRTUAL_SERVICE),
             api_version=api_version,
             kind="VirtualService",
             metadata=meta(settings.istio.virtual_service_name),

@@ -13,6 +13,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import resource_names as names
 from components.capacity import ascend_replicas, nvidia_replicas
 from components.naming import (
     POOL_LABEL,
@@ -197,7 +198,7 @@ class InferenceWorkload(pulumi.ComponentResource):
         hardware: Hardware,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        super().__init__("dualstack:index:InferenceWorkload", name, None, opts)
+        super().__init__(names.WORKLOAD_TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         hw = settings.hardware(hardware)
         labels = pod_labels(settings, hardware)
@@ -206,7 +207,7 @@ class InferenceWorkload(pulumi.ComponentResource):
             return {"name": object_name, "namespace": settings.namespace, "labels": labels}
 
         account = k8s.core.v1.ServiceAccount(
-            f"{name}-service-account",
+            names.child(name, names.SERVICE_ACCOUNT),
             **service_account(service_account_name(settings, hardware), settings.namespace, labels),
             opts=child,
         )
@@ -214,20 +215,20 @@ class InferenceWorkload(pulumi.ComponentResource):
         if annotations := deployment_annotations(settings, hardware):
             deployment_meta["annotations"] = annotations
         deployment = k8s.apps.v1.Deployment(
-            f"{name}-deployment",
+            names.child(name, names.DEPLOYMENT),
             metadata=deployment_meta,
             spec=deployment_spec(settings, hardware),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[account]),
         )
         if settings.security.network_policy.enabled:
             k8s.networking.v1.NetworkPolicy(
-                f"{name}-network-policy",
+                names.child(name, names.NETWORK_POLICY),
                 metadata=meta(hw.deployment_name),
                 spec=workload_policy_spec(settings, selector_labels(settings, hardware)),
                 opts=child,
             )
         k8s.policy.v1.PodDisruptionBudget(
-            f"{name}-pdb",
+            names.child(name, names.PDB),
             metadata=meta(f"{hw.deployment_name}-pdb"),
             spec={
                 "maxUnavailable": 1,
@@ -236,7 +237,7 @@ class InferenceWorkload(pulumi.ComponentResource):
             opts=child,
         )
         service = k8s.core.v1.Service(
-            f"{name}-service",
+            names.child(name, names.SERVICE),
             metadata=meta(direct_service_name(settings, hardware)),
             spec=direct_service_spec(settings, hardware),
             opts=child,

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from dualstack import __version__
+from dualstack.errors import EXIT_ERROR, EXIT_OK, UsageError, error_lines
 
 COMMANDS = (
     "render",
@@ -28,8 +29,6 @@ COMMANDS = (
     "ci",
 )
 """Modules of `dualstack.commands`; each has `register(subparsers)` setting `func`."""
-
-EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -79,15 +78,17 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def expected_errors() -> tuple[type[BaseException], ...]:
-    """Errors that mean bad input or an unreachable dependency: one line, exit 2."""
+    """Errors that mean bad input or an unreachable dependency: one line, exit 2.
+
+    Imported lazily, so a command pays only for the modules it loads itself.
+    """
     from components.settings import SettingsError
     from dualstack.gate.prometheus import PrometheusError
-    from dualstack.offline.policy_config import StackOutputError
     from dualstack.offline.render import RenderError
     from dualstack.offline.schemas import SchemaError
-    from dualstack.repo.project import UsageError
+    from dualstack.pulumi_cli import PulumiCliError, StackOutputError
+    from dualstack.repo.git import GitError
     from dualstack.repo.stackfile import StackFileError
-    from dualstack.step.publish import GitError
 
     return (
         SettingsError,
@@ -98,17 +99,9 @@ def expected_errors() -> tuple[type[BaseException], ...]:
         GitError,
         PrometheusError,
         StackOutputError,
+        PulumiCliError,
         OSError,
     )
-
-
-def error_lines(exc: BaseException) -> list[str]:
-    """What to print for an expected error: its message lines; an OSError as
-    `<strerror>: <filename>` (`No such file or directory: out/gate.md`), not `[Errno 2] ...`."""
-    if isinstance(exc, OSError) and exc.strerror:
-        where = f": {exc.filename}" if exc.filename is not None else ""
-        return [f"{exc.strerror}{where}"]
-    return str(exc).splitlines() or [type(exc).__name__]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import resource_names as names
 from components.monitoring.dashboard import dashboard
 from components.monitoring.prometheus_rule import prometheus_rule_spec
 from components.settings import Settings
@@ -68,10 +69,10 @@ class UnifiedMonitoring(pulumi.ComponentResource):
     def __init__(
         self, name: str, settings: Settings, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("dualstack:index:UnifiedMonitoring", name, None, opts)
+        super().__init__(names.MONITORING_TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         rule = k8s.apiextensions.CustomResource(
-            f"{name}-rules",
+            names.child(name, names.RULES),
             api_version=PROMETHEUS_RULE_API,
             kind="PrometheusRule",
             metadata={
@@ -86,7 +87,7 @@ class UnifiedMonitoring(pulumi.ComponentResource):
         self.dashboard_name = pulumi.Output.from_input(None)
         if settings.monitoring.dashboard.enabled:
             board = k8s.core.v1.ConfigMap(
-                f"{name}-dashboard",
+                names.child(name, names.DASHBOARD),
                 metadata=dashboard_metadata(settings),
                 data={
                     dashboard_file_name(settings): json.dumps(

@@ -19,7 +19,7 @@ from pathlib import Path
 from dualstack.ci.gitlab_note import GitLabNoteError, MergeRequest, upsert_note
 from dualstack.ci.report import read_results, render, verdict
 from dualstack.repo.changes import ChangesError, changed_stacks
-from dualstack.repo.project import find_root
+from dualstack.repo.stack_config import find_root
 from dualstack.step.rollback_targets import decrease_targets, rollback_targets
 
 GITLAB_TOKEN_VARIABLE = "GITLAB_API_TOKEN"

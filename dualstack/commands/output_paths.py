@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from dualstack.repo.project import UsageError
+from dualstack.errors import UsageError
 
 
 def _existing_ancestor(path: Path) -> Path:

@@ -8,13 +8,10 @@ from pathlib import Path
 
 from components.settings import load_settings
 from dualstack.commands.output_paths import check_output_file
-from dualstack.offline.policy_config import (
-    base_settings_at,
-    pack_config,
-    read_deployed_weight,
-    write_config,
-)
-from dualstack.repo.project import UsageError, find_root, load_stack_config
+from dualstack.errors import UsageError
+from dualstack.offline.policy_config import base_settings_at, pack_config, write_config
+from dualstack.pulumi_cli import read_deployed_weight
+from dualstack.repo.stack_config import find_root, load_stack_config
 
 
 def weight(text: str) -> int:

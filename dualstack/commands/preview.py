@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 
 from components.settings import load_settings
+from dualstack.errors import UsageError
 from dualstack.offline.preview import build_preview, format_preview
 from dualstack.repo.baseref import default_base
-from dualstack.repo.project import UsageError, find_root, load_stack_config
+from dualstack.repo.stack_config import find_root, load_stack_config
 
 
 def next_step(root: Path, stack: str, overrides: list[str]) -> int:

@@ -7,73 +7,30 @@ import sys
 from pathlib import Path
 
 from components.settings import Settings, SettingsError, load_settings
-from dualstack.commands.gate import add_gate_arguments, run_gate
+from dualstack.commands.options import (
+    add_gate_arguments,
+    add_pr_arguments,
+    commit_plan,
+    policy_refusal,
+    publish,
+    run_gate,
+)
 from dualstack.commands.output_paths import check_output_file
+from dualstack.errors import UsageError
 from dualstack.gate.criteria import GateReport
 from dualstack.gate.report import format_markdown, verdict
-from dualstack.offline.policy_config import StackOutputError
-from dualstack.offline.policy_run import PolicyResult
 from dualstack.offline.preview import Preview, build_preview, format_preview
-from dualstack.pulumi_cli import deployed_weight
+from dualstack.pulumi_cli import StackOutputError, deployed_weight
 from dualstack.repo.baseref import default_base, describe
-from dualstack.repo.project import UsageError, find_root, load_stack_config
+from dualstack.repo.stack_config import find_root, load_stack_config
 from dualstack.repo.stackfile import read_config_at, stack_path
-from dualstack.step.pr_text import commit_message, promotion_body, promotion_title
+from dualstack.step.pr_text import promotion_body, promotion_title
 from dualstack.step.publish import (
     CommitPlan,
     choose_branch,
-    commit_on_new_branch,
     commit_workspace,
-    prepare_commit,
 )
 from dualstack.step.weights import change_weight, restore_stack_file
-
-
-def add_pr_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options `promote` and `rollback` share: the git branch and commit, the body file."""
-    parser.add_argument(
-        "--commit",
-        action="store_true",
-        help="create a branch and commit the stack file on it (only that file)",
-    )
-    parser.add_argument("--branch", help="branch name for --commit (default: dualstack/...)")
-    parser.add_argument(
-        "--body-file", type=Path, metavar="FILE", help="write the PR body here (for gh pr create)"
-    )
-
-
-def publish(
-    args: argparse.Namespace,
-    root: Path,
-    commit: tuple[CommitPlan, str, bytes] | None,
-    title: str,
-    body: str,
-    notes: list[str],
-) -> None:
-    """Print the PR title and body, write --body-file, and with --commit (`commit`: the plan,
-    the branch, the stack file's bytes to restore if the commit fails) commit the step."""
-    print(f"--- PR title ---\n{title}\n--- PR body ---")
-    sys.stdout.write(body)
-    if args.body_file is not None:
-        args.body_file.write_text(body, encoding="utf-8")
-    if commit is None:
-        return
-    plan, branch, original = commit
-    path = stack_path(root, args.stack)
-    if plan.carried_image is not None:
-        notes = [*notes, f"Also records verifiedAscendImage {plan.carried_image}."]
-        print(f"--- the uncommitted verifiedAscendImage {plan.carried_image} is committed too")
-    sha = commit_on_new_branch(root, path, branch, commit_message(title, notes), original)
-    where = "" if plan.in_place else " (in a temporary worktree; your checkout is untouched)"
-    print(f"--- committed {sha} on branch {branch}, from {plan.base}{where}; push it and open")
-    print(f"the PR:\ngit push -u origin {branch}")
-
-
-def commit_plan(args: argparse.Namespace, root: Path) -> CommitPlan | None:
-    """With --commit, the checks made before anything changes (see `prepare_commit`)."""
-    if not args.commit:
-        return None
-    return prepare_commit(root, stack_path(root, args.stack), args.stack)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -141,15 +98,6 @@ def _check_deployed(root: Path, stack: str, settings: Settings) -> None:
             f"stack {stack}: {deployed.compare(settings.ascend_weight)}; deploy or revert the "
             "pending step before promoting again"
         )
-
-
-def policy_refusal(violations: list[PolicyResult], stack_file: str, stays: str) -> list[str]:
-    """The error lines when a written step breaks mandatory policies (the file is restored)."""
-    lines = [
-        f"policy {v.policy}: {v.resource + ': ' if v.resource else ''}{v.message}"
-        for v in violations
-    ]
-    return [*lines, f"{stack_file} restored; {stays}"]
 
 
 def build_checked_preview(root: Path, stack: str, base: str | None, original: bytes) -> Preview:

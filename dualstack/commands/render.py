@@ -12,7 +12,7 @@ import yaml
 from dualstack.commands.output_paths import check_output_dir
 from dualstack.offline.render import file_name, render, to_yaml
 from dualstack.offline.schemas import validate_objects
-from dualstack.repo.project import find_root, load_stack_config
+from dualstack.repo.stack_config import find_root, load_stack_config
 
 
 def stale_files(folder: Path, keep: set[str]) -> list[Path]:

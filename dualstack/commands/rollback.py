@@ -7,14 +7,14 @@ import sys
 from pathlib import Path
 
 from components.settings import SettingsError, load_settings
+from dualstack.commands.options import add_pr_arguments, commit_plan, policy_refusal, publish
 from dualstack.commands.output_paths import check_output_file
-from dualstack.commands.promote import add_pr_arguments, commit_plan, policy_refusal, publish
 from dualstack.offline.policy_run import PolicyResult, blocking
 from dualstack.offline.preview import Side, build_preview, check_policies, format_preview
 from dualstack.offline.render import RenderError, render
 from dualstack.offline.schemas import SchemaError
 from dualstack.repo.baseref import default_base
-from dualstack.repo.project import find_root, load_stack_config
+from dualstack.repo.stack_config import find_root, load_stack_config
 from dualstack.repo.stackfile import StackFileError, stack_path
 from dualstack.step.emergency import instructions
 from dualstack.step.pr_text import rollback_body, rollback_title

@@ -11,7 +11,7 @@ from typing import Any
 from components.settings import Settings, SettingsError, load_settings
 from dualstack.pulumi_cli import Deployed, deployed_weight
 from dualstack.repo.baseref import default_base, describe
-from dualstack.repo.project import find_root, load_stack_config
+from dualstack.repo.stack_config import find_root, load_stack_config
 from dualstack.repo.stackfile import StackFileError, read_config_at
 from dualstack.step.weights import ladder_text
 

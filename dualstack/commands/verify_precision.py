@@ -17,7 +17,8 @@ from pathlib import Path
 import precision_check as checker
 from components.settings import load_settings
 from components.settings.precision import PrecisionCheckSettings
-from dualstack.repo.project import UsageError, find_root, load_stack_config
+from dualstack.errors import UsageError
+from dualstack.repo.stack_config import find_root, load_stack_config
 from dualstack.repo.stackfile import StackFileError, set_config_value, stack_path
 
 KEY = "verifiedAscendImage"

@@ -38,10 +38,11 @@ from components.monitoring.metric_names import (
     PRECISION_PASSED,
     REQUEST_RATE,
 )
+from components.monitoring.promql import selector
 from components.settings import Settings
 from dualstack.gate.data import DEFAULT_BOUNDS, DataBounds, data_problem, recorded_weight
 from dualstack.gate.data import STEP_SECONDS as SLOT_SECONDS
-from dualstack.gate.prometheus import PrometheusClient, describe_value, selector
+from dualstack.gate.prometheus import PrometheusClient, describe_value
 
 Status = Literal["PASS", "FAIL", "NO_DATA"]
 STEP_SECONDS = 60

@@ -27,7 +27,8 @@ import math
 from dataclasses import dataclass
 
 from components.monitoring.metric_names import ASCEND_WEIGHT
-from dualstack.gate.prometheus import PrometheusClient, selector
+from components.monitoring.promql import selector
+from dualstack.gate.prometheus import PrometheusClient
 
 STEP_SECONDS = 60
 """Shortest coverage slot, s: the test data and most rule groups sample once a minute."""

@@ -53,17 +53,6 @@ def check_url(url: str) -> str:
     return url.rstrip("/")
 
 
-def promql_string(value: str) -> str:
-    """`value` as a double-quoted PromQL string literal (backslash and quote escaped)."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
-def selector(metric: str, labels: Mapping[str, str]) -> str:
-    """`metric{a="x",b="y"}` with the labels in the given order, values escaped."""
-    matchers = ",".join(f"{key}={promql_string(value)}" for key, value in labels.items())
-    return f"{metric}{{{matchers}}}"
-
-
 def _parse_value(raw: Any) -> float:
     if not isinstance(raw, list) or len(raw) != 2 or not isinstance(raw[1], str):
         raise PrometheusError(f'malformed answer: sample value {raw!r} is not [time, "number"]')

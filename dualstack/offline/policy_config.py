@@ -23,10 +23,6 @@ for the policies whose level a setting chooses (`ENFORCEMENT`), also taken from 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import signal
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +35,6 @@ NOT_FROM_SETTINGS = frozenset({"verifiedAscendImage"})
 """Schema keys `pack_config` leaves out on purpose: the program records the verified image as
 the Ascend Deployment's annotation `dualstack.io/verified-ascend-image`, one source for both
 paths; the key stays available to override it by hand."""
-
-
-class StackOutputError(RuntimeError):
-    """`pulumi stack output ascendWeight` failed or did not return a weight 0..100."""
 
 
 FROM_BASE = {"no-unsafe-weight-jump": frozenset({"ladder", "maxStep"})}
@@ -147,59 +139,6 @@ def base_settings_at(root: Path, stack: str, ref: str) -> Settings | None:
             f"Pulumi.{stack}.yaml at {ref} (--base) does not validate, so it cannot give the "
             f"step limit: {str(exc).splitlines()[0]}"
         ) from None
-
-
-def parse_weight(text: str, source: str) -> int:
-    """The weight in `text` (JSON: `5`, or `5.0`). Raises StackOutputError naming `source`."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        value = text.strip()
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    if not number or not float(value).is_integer() or not 0 <= value <= 100:
-        raise StackOutputError(f"{source} returned {text.strip()!r}, not a weight 0..100")
-    return int(value)
-
-
-def read_deployed_weight(
-    root: Path, stack: str, pulumi: str = "pulumi", timeout: float = 120
-) -> int:
-    """The deployed Ascend weight in %: `pulumi stack output ascendWeight --json --stack STACK`.
-
-    Runs the Pulumi CLI found on PATH as `pulumi` in `root` (its backend login and passphrase
-    come from the environment, as in any CI job). Raises StackOutputError when the CLI is
-    missing, fails (e.g. a stack never deployed: use `--first-deploy`), times out after
-    `timeout` seconds, or returns something that is not a weight.
-    """
-    executable = shutil.which(pulumi)
-    command = f"`pulumi stack output ascendWeight --stack {stack}`"
-    if executable is None:
-        raise StackOutputError(
-            f"the Pulumi CLI ({pulumi}) is not on PATH; pass --previous-weight N instead"
-        )
-    arguments = [executable, "stack", "output", "ascendWeight", "--json", "--stack", stack]
-    # Own process group: on a timeout the CLI and any plugin it started are killed together,
-    # so no child keeps the pipes open and the command cannot hang.
-    with subprocess.Popen(
-        arguments,
-        cwd=root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    ) as process:
-        try:
-            stdout, stderr = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
-            raise StackOutputError(f"{command} did not answer within {timeout:g} s") from None
-    if process.returncode != 0:
-        why = (stderr.strip() or stdout.strip() or "no output").splitlines()[-1]
-        raise StackOutputError(
-            f"{command} failed: {why} (a stack never deployed has no output: use --first-deploy)"
-        )
-    return parse_weight(stdout, command)
 
 
 def write_config(config: dict[str, Any], output: Path | None) -> str:

@@ -22,7 +22,7 @@ from dualstack.offline.policy_run import PolicyResult, blocking, report_lines, r
 from dualstack.offline.render import render, sort_key
 from dualstack.offline.schemas import validate_objects
 from dualstack.repo.baseref import describe
-from dualstack.repo.project import load_stack_config
+from dualstack.repo.stack_config import load_stack_config
 from dualstack.repo.stackfile import read_config_at
 
 

@@ -8,17 +8,35 @@ production last (`deploy_order`), so staging takes a change before prod does.
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dualstack.repo.git import GitError, git
+
 STACK_FILE = re.compile(r"^Pulumi\.(?P<stack>[A-Za-z0-9_.-]+)\.ya?ml$")
 """`Pulumi.<stack>.yaml` at the repo root (Pulumi also reads `.yml`)."""
 
-PROGRAM_PATHS = ("Pulumi.yaml", "__main__.py", "components/", "policies/", "pyproject.toml")
-"""Files and folders (ending in `/`) whose change touches every stack: the program, the
-policy pack and the pinned SDK versions."""
+PROGRAM_PATHS = (
+    "Pulumi.yaml",
+    "__main__.py",
+    "components/",
+    "policies/",
+    "precision_check/",
+    "dualstack/",
+    "pyproject.toml",
+    "requirements.lock",
+    "requirements-dev.lock",
+    "Makefile",
+    ".ci/",
+    ".github/",
+    ".gitlab-ci.yml",
+)
+"""Files and folders (ending in `/`) whose change touches every stack: everything that changes
+what a stack deploys or how it is judged. The program (`__main__.py`, `components/`,
+`Pulumi.yaml`), the in-cluster checker (`precision_check/`: the Job's name hashes its source),
+the policy pack, the CLI that renders, previews and gates (`dualstack/`), the pinned
+dependencies, and the pipelines that run them."""
 
 PRODUCTION = re.compile(r"^(prod|production)([-_.].*)?$")
 """Stack names deployed last: `prod`, `production`, `prod-eu`, `production_2`."""
@@ -27,7 +45,7 @@ NULL_COMMIT = "0" * 40
 """The `before` commit GitHub and GitLab report for the first push of a branch."""
 
 
-class ChangesError(RuntimeError):
+class ChangesError(GitError):
     """Git cannot compare the two refs (unknown ref, not a repository, git missing)."""
 
 
@@ -95,16 +113,13 @@ def stacks_touched(paths: Iterable[str], stacks_at_head: Iterable[str]) -> Stack
 
 
 def _git(root: Path, *args: str) -> str:
+    """`git()`, its GitError re-raised as ChangesError (the `ci` verbs' error type)."""
     try:
-        done = subprocess.run(
-            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=60
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ChangesError(f"git {args[0]}: {exc}") from None
-    if done.returncode != 0:
-        detail = done.stderr.strip().splitlines()
-        raise ChangesError(f"git {' '.join(args)}: {detail[-1] if detail else 'failed'}")
-    return done.stdout
+        return git(root, *args)
+    except ChangesError:
+        raise
+    except GitError as exc:
+        raise ChangesError(str(exc)) from None
 
 
 def stacks_at(root: Path, ref: str) -> list[str]:

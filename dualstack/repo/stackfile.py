@@ -8,13 +8,13 @@ round-trip mode, so an edit changes the one line it must and keeps comments and 
 from __future__ import annotations
 
 import io
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
 
 from components.settings import PROJECT
+from dualstack.repo.git import GitError, show_file
 
 
 class StackFileError(RuntimeError):
@@ -86,23 +86,19 @@ def read_config(root: Path, stack: str) -> dict[str, Any]:
 def read_config_at(root: Path, stack: str, ref: str) -> dict[str, Any] | None:
     """The config of the stack at git `ref`; None when the stack file did not exist there.
 
-    Raises StackFileError when `ref` is not a commit of the repository at `root`.
+    Raises StackFileError when `ref` is not a commit of the repository at `root` or git
+    fails (through the one git runner, `dualstack.repo.git`, with its timeout).
     """
-    verify = subprocess.run(
-        ["git", "-C", str(root), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
-        capture_output=True,
-        text=True,
-    )
-    if verify.returncode != 0:
-        raise StackFileError(f"git ref {ref!r} is not a commit in {root}")
-    shown = subprocess.run(
-        ["git", "-C", str(root), "show", f"{ref}:./{stack_path(Path(), stack).name}"],
-        capture_output=True,
-        text=True,
-    )
-    if shown.returncode != 0:
+    name = stack_path(Path(), stack).name
+    try:
+        text = show_file(root, ref, f"./{name}")
+    except GitError as exc:
+        if "is not a commit" in str(exc):
+            raise StackFileError(f"git ref {ref!r} is not a commit in {root}") from None
+        raise StackFileError(f"{ref}:{name}: {exc}") from None
+    if text is None:
         return None
-    return parse_config(shown.stdout, f"{ref}:Pulumi.{stack}.yaml")
+    return parse_config(text, f"{ref}:{name}")
 
 
 def set_config_value(root: Path, stack: str, key: str, value: Any, project: str = PROJECT) -> str:

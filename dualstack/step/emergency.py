@@ -1,11 +1,9 @@
 """What to run after a rollback, fastest first: a targeted `pulumi up`, then break-glass.
 
 Resource URNs follow Pulumi's scheme `urn:pulumi:<stack>::<project>::<parent types joined by
-$>$<type>::<name>` (pulumi.com/docs/concepts/resources/names/#urns). The chain and names here
-mirror `components/stack.py` (top component `inference`), `components/traffic.py`
-(`<name>-traffic`, `<name>-virtual-service`) and `components/workloads.py` (`<name>-<hw>`,
-`<name>-deployment`) and `components/monitoring/component.py` (`<name>-monitoring`, `<name>-rules`);
-tests check them against a render.
+$>$<type>::<name>` (pulumi.com/docs/concepts/resources/names/#urns). Type tokens and logical
+names come from `components/resource_names.py`, the definition the components register
+under; tests check the URNs against a render.
 
 A `kubectl patch` of the VirtualService acts at once but is overwritten by the next GitOps
 apply unless the same change lands in git (REFERENCE.md: the seed article's error).
@@ -16,14 +14,13 @@ from __future__ import annotations
 import json
 import shlex
 
+from components import resource_names as names
 from components.settings import HARDWARE, PROJECT, Hardware, Settings
 from components.traffic import route_weights
 from components.workloads import replicas_for
 
-TOP = ("dualstack:index:DualStackInference", "inference")
-TRAFFIC_TYPE = "dualstack:index:TrafficSplit"
-WORKLOAD_TYPE = "dualstack:index:InferenceWorkload"
-MONITORING_TYPE = "dualstack:index:UnifiedMonitoring"
+_TRAFFIC = names.child(names.TOP_NAME, names.TRAFFIC)
+_MONITORING = names.child(names.TOP_NAME, names.MONITORING)
 
 
 def urn(stack: str, types: tuple[str, ...], name: str) -> str:
@@ -33,37 +30,44 @@ def urn(stack: str, types: tuple[str, ...], name: str) -> str:
 
 def virtual_service_urn(settings: Settings, stack: str) -> str:
     """URN of the VirtualService that splits traffic."""
-    top_type, top = TOP
     kind = f"kubernetes:{settings.istio.api_version}:VirtualService"
-    return urn(stack, (top_type, TRAFFIC_TYPE, kind), f"{top}-traffic-virtual-service")
+    types = (names.STACK_TYPE, names.TRAFFIC_TYPE, kind)
+    return urn(stack, types, names.child(_TRAFFIC, names.VIRTUAL_SERVICE))
 
 
 def deployment_urn(stack: str, hardware: Hardware) -> str:
     """URN of one backend's Deployment."""
-    top_type, top = TOP
-    types = (top_type, WORKLOAD_TYPE, "kubernetes:apps/v1:Deployment")
-    return urn(stack, types, f"{top}-{hardware}-deployment")
+    types = (names.STACK_TYPE, names.WORKLOAD_TYPE, "kubernetes:apps/v1:Deployment")
+    return urn(stack, types, names.child(names.child(names.TOP_NAME, hardware), names.DEPLOYMENT))
 
 
 def prometheus_rule_urn(stack: str) -> str:
     """URN of the monitoring PrometheusRule (it records the configured weight)."""
-    top_type, top = TOP
-    types = (top_type, MONITORING_TYPE, "kubernetes:monitoring.coreos.com/v1:PrometheusRule")
-    return urn(stack, types, f"{top}-monitoring-rules")
+    kind = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
+    types = (names.STACK_TYPE, names.MONITORING_TYPE, kind)
+    return urn(stack, types, names.child(_MONITORING, names.RULES))
 
 
-def targeted_up(before: Settings, after: Settings, stack: str) -> str:
-    """`pulumi up --stack S --target <VirtualService>`; NVIDIA's Deployment is targeted too
-    when the rollback needs more NVIDIA pods (leaving 100%), so capacity comes first: the
-    VirtualService depends on the workloads, and Pulumi waits for the rollout. With monitoring
-    on, the PrometheusRule follows, so its recorded weight matches the routes (else the
-    AscendNoTraffic alert fires on the old weight)."""
+def weight_targets(before: Settings, after: Settings, stack: str) -> list[str]:
+    """Every object whose content depends on the weight, in apply order: the one definition
+    the emergency rollback (`dualstack rollback`, `dualstack ci rollback-targets` and the
+    pipelines) targets.
+
+    [NVIDIA's Deployment, only when the change needs more NVIDIA pods (capacity first: Pulumi
+    waits for the rollout), the VirtualService, the PrometheusRule when monitoring is on (it
+    records the configured weight; a stale one fires AscendNoTraffic)].
+    """
     targets = [virtual_service_urn(after, stack)]
     if replicas_for(after, "nvidia") > replicas_for(before, "nvidia"):
         targets.insert(0, deployment_urn(stack, "nvidia"))
     if after.monitoring.enabled:
         targets.append(prometheus_rule_urn(stack))
-    flags = " ".join(f"--target {shlex.quote(t)}" for t in targets)
+    return targets
+
+
+def targeted_up(before: Settings, after: Settings, stack: str) -> str:
+    """`pulumi up --stack S --target ...` over `weight_targets(before, after, stack)`."""
+    flags = " ".join(f"--target {shlex.quote(t)}" for t in weight_targets(before, after, stack))
     return f"pulumi up --stack {shlex.quote(stack)} {flags}"
 
 

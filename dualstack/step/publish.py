@@ -12,7 +12,6 @@ changed, and a failed commit puts back the file and deletes the branch it create
 from __future__ import annotations
 
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -21,33 +20,12 @@ from pathlib import Path
 
 from components.settings import PROJECT
 from dualstack.repo.baseref import DEFAULT_BRANCH_CANDIDATES
+from dualstack.repo.git import GitError, git, git_or_none
 from dualstack.repo.stackfile import StackFileError, read_config, read_config_at, set_config_value
 
-GIT_TIMEOUT_S = 60.0
 CARRIED_KEY = "verifiedAscendImage"
 """The one uncommitted stack-file change `--commit` carries into its commit: what
 `dualstack verify-precision` writes just before a promotion (README: "Precision check")."""
-
-
-class GitError(RuntimeError):
-    """A git operation the command needs failed; the message is git's first line of error."""
-
-
-def git(root: Path, *args: str) -> str:
-    """Run `git -C root args...`; its stdout. Raises GitError with git's message on failure."""
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(root), *args],
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_S,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise GitError(f"git {args[0]}: {exc}") from None
-    if done.returncode != 0:
-        message = (done.stderr.strip() or done.stdout.strip() or "failed").splitlines()[0]
-        raise GitError(f"git {args[0]}: {message}")
-    return done.stdout
 
 
 MAX_BRANCH_SUFFIX = 99
@@ -183,12 +161,7 @@ def commit_on_new_branch(root: Path, path: Path, branch: str, message: str, orig
     file gets its `original` bytes back, HEAD returns to where it was and `branch` is deleted
     before GitError is raised.
     """
-    previous = subprocess.run(
-        ["git", "-C", str(root), "symbolic-ref", "--short", "-q", "HEAD"],
-        capture_output=True,
-        text=True,
-        timeout=GIT_TIMEOUT_S,
-    ).stdout.strip()
+    previous = git_or_none(root, "symbolic-ref", "--short", "-q", "HEAD")
     previous_sha = git(root, "rev-parse", "HEAD").strip()
     git(root, "checkout", "-q", "-b", branch)
     try:

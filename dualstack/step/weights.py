@@ -9,18 +9,16 @@ validated, so a write that did not take is an error, not a silent no-op.
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from components.settings import Settings, SettingsError, load_settings
 from components.workloads import replicas_for
-from dualstack.pulumi_cli import pulumi_cli
-from dualstack.repo.project import UsageError
+from dualstack.errors import UsageError
+from dualstack.pulumi_cli import config_set
 from dualstack.repo.stackfile import StackFileError, read_config, set_config_value, stack_path
 
 WEIGHT_KEY = "ascendWeight"
-PULUMI_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -64,28 +62,6 @@ def rollback_target(settings: Settings, to: int) -> int:
     return to
 
 
-def _pulumi_config_set(root: Path, stack: str, weight: int) -> str | None:
-    """Run `pulumi config set`; None on success, else the reason it failed."""
-    cli = pulumi_cli()
-    if cli is None:
-        return "the pulumi CLI is not installed"
-    try:
-        done = subprocess.run(
-            [cli, "config", "set", WEIGHT_KEY, str(weight), "--stack", stack],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=PULUMI_TIMEOUT_S,
-        )
-    except subprocess.TimeoutExpired:
-        return f"`pulumi config set` gave no answer within {PULUMI_TIMEOUT_S:g} s"
-    except OSError as exc:
-        return f"could not run pulumi: {exc.strerror or exc}"
-    if done.returncode != 0:
-        return "pulumi config set failed: " + (done.stderr.strip().splitlines() or ["?"])[0]
-    return None
-
-
 def restore_stack_file(root: Path, stack: str, original: bytes) -> None:
     """Put back the stack file's bytes as they were before a write."""
     stack_path(root, stack).write_bytes(original)
@@ -100,7 +76,7 @@ def write_weight(root: Path, stack: str, weight: int) -> str:
     """
     path = stack_path(root, stack)
     original = path.read_bytes()
-    problem = _pulumi_config_set(root, stack, weight)
+    problem = config_set(root, stack, WEIGHT_KEY, str(weight))
     if problem is None:
         return f"pulumi config set {WEIGHT_KEY} {weight} --stack {stack}"
     if path.read_bytes() != original:

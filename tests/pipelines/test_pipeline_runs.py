@@ -39,6 +39,10 @@ NVIDIA_DEPLOYMENT_URN = (
     f"{PARENT}$dualstack:index:InferenceWorkload$kubernetes:apps/v1:Deployment"
     "::inference-nvidia-deployment"
 )
+RULE_URN = (
+    f"{PARENT}$dualstack:index:UnifiedMonitoring"
+    "$kubernetes:monitoring.coreos.com/v1:PrometheusRule::inference-monitoring-rules"
+)
 PROMETHEUS = "http://127.0.0.1:9/"  # never contacted: `dualstack gate` is a stub here
 TOKEN = "pul-test-token"
 
@@ -348,14 +352,25 @@ def merge_weights(platform: str, gitops: dict, deployed: int, new: int) -> list[
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_merged_decrease_moves_traffic_before_the_full_up(platform: str, gitops: dict) -> None:
     assert merge_weights(platform, gitops, 50, 20) == [
-        ["pulumi", "up", "--yes", "--stack", "prod", "--target", VS_URN, *TARGETED],
+        [
+            "pulumi",
+            "up",
+            "--yes",
+            "--stack",
+            "prod",
+            "--target",
+            VS_URN,
+            "--target",
+            RULE_URN,
+            *TARGETED,
+        ],
         ["pulumi", "up", "--yes", "--stack", "prod", *UP],
     ]
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_merged_decrease_from_100_resizes_nvidia_first(platform: str, gitops: dict) -> None:
-    first = ["--target", NVIDIA_DEPLOYMENT_URN, "--target", VS_URN]
+    first = ["--target", NVIDIA_DEPLOYMENT_URN, "--target", VS_URN, "--target", RULE_URN]
     assert merge_weights(platform, gitops, 100, 80) == [
         ["pulumi", "up", "--yes", "--stack", "prod", *first, *TARGETED],
         ["pulumi", "up", "--yes", "--stack", "prod", *UP],
@@ -454,6 +469,8 @@ def test_github_emergency_rollback_applies_then_opens_the_pr(gitops: dict) -> No
         "prod",
         "--target",
         VS_URN,
+        "--target",
+        RULE_URN,
         "--target-dependents",
     ]
     assert log[2][:3] == ["gh", "pr", "create"]
@@ -503,6 +520,8 @@ def test_gitlab_emergency_rollback_without_git_token_fails_loudly(gitops: dict) 
             NVIDIA_DEPLOYMENT_URN,
             "--target",
             VS_URN,
+            "--target",
+            RULE_URN,
             "--target-dependents",
         ],
     ]

@@ -8,7 +8,8 @@ import pytest
 
 from components.settings import SettingsError, load_settings
 from components.settings.base import deep_merge
-from dualstack.repo.project import UsageError, apply_overrides
+from dualstack.errors import UsageError
+from dualstack.repo.stack_config import apply_overrides
 from dualstack.repo.stackfile import StackFileError, read_config
 from tests.conftest import cfg, find
 from tests.dualstack.commands.test_cli import dualstack

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from dualstack.cli import error_lines, main
+from dualstack.cli import main
+from dualstack.errors import error_lines
 from tests.conftest import REPO
 
 

@@ -51,9 +51,11 @@ def test_status_reports_drift_from_the_backend(git_repo, tmp_path, monkeypatch, 
 def test_status_reports_an_unreachable_backend(git_repo, tmp_path, monkeypatch, capsys):
     install_fake_pulumi(tmp_path, monkeypatch)
     assert main(["-C", str(git_repo), "status", "--stack", "prod"]) == 0
-    assert "deployed      unknown: pulumi stack output failed: error: no Pulumi.yaml" in (
-        capsys.readouterr().out
-    )
+    out = capsys.readouterr().out
+    assert (
+        "deployed      unknown: `pulumi stack output ascendWeight --stack prod` failed: "
+        "error: no Pulumi.yaml"
+    ) in out
 
 
 def test_invalid_stack_is_reported_and_the_others_still_shown(git_repo, capsys):

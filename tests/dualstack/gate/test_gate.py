@@ -67,10 +67,10 @@ def test_parse_time():
 
 def test_queries_select_one_backend_of_one_namespace():
     assert request_count_query("inference", "ascend", 1800) == (
-        f'sum_over_time({REQUEST_RATE}{{hardware="ascend",namespace="inference"}}[1740s:60s]) * 60'
+        f'sum_over_time({REQUEST_RATE}{{hardware="ascend", namespace="inference"}}[1740s:60s]) * 60'
     )
     assert average_query(ERROR_RATIO, "inference", "nvidia", 1800) == (
-        f'avg_over_time({ERROR_RATIO}{{hardware="nvidia",namespace="inference"}}[1800s])'
+        f'avg_over_time({ERROR_RATIO}{{hardware="nvidia", namespace="inference"}}[1800s])'
     )
 
 

@@ -16,14 +16,13 @@ from typing import ClassVar
 
 import pytest
 
+from components.monitoring.promql import quote, selector
 from dualstack.gate.prometheus import (
     PrometheusClient,
     PrometheusError,
     PrometheusUnavailable,
     check_url,
     parse_vector,
-    promql_string,
-    selector,
 )
 
 
@@ -174,9 +173,9 @@ def test_parse_vector_rejects_non_object():
         parse_vector(b"[1, 2]")
 
 
-def test_label_values_are_escaped():
-    assert promql_string('a"b\\c') == '"a\\"b\\\\c"'
-    assert selector("m", {"ns": "x", "img": 'r/i:"t"'}) == 'm{ns="x",img="r/i:\\"t\\""}'
+def test_label_values_are_escaped_by_the_one_promql_builder():
+    assert quote('a"b\\c') == '"a\\"b\\\\c"'
+    assert selector("m", {"ns": "x", "img": 'r/i:"t"'}) == 'm{ns="x", img="r/i:\\"t\\""}'
 
 
 @pytest.fixture

@@ -14,14 +14,8 @@ from components.naming import VERIFIED_IMAGE_ANNOTATION
 from components.settings import SettingsError, load_settings
 from components.traffic import route_weights
 from dualstack.cli import main
-from dualstack.offline.policy_config import (
-    ENFORCEMENT,
-    NOT_FROM_SETTINGS,
-    StackOutputError,
-    pack_config,
-    parse_weight,
-    read_deployed_weight,
-)
+from dualstack.offline.policy_config import ENFORCEMENT, NOT_FROM_SETTINGS, pack_config
+from dualstack.pulumi_cli import StackOutputError, parse_weight, read_deployed_weight
 from policies import POLICIES
 from policies.supply_chain import VERIFIED_IMAGE_ANNOTATION as PACK_ANNOTATION
 from tests.conftest import cfg, find, git
@@ -201,7 +195,7 @@ def test_a_failing_cli_is_one_clear_error(fake_pulumi, tmp_path):
 def test_a_hanging_cli_times_out(fake_pulumi, tmp_path):
     """A child of the CLI holding the pipes open is killed too (`sleep` is not exec'd)."""
     fake_pulumi("sleep 30")
-    with pytest.raises(StackOutputError, match=r"did not answer within 0\.3 s"):
+    with pytest.raises(StackOutputError, match=r"gave no answer within 0\.3 s"):
         read_deployed_weight(tmp_path, "prod", timeout=0.3)
 
 

@@ -58,13 +58,31 @@ def test_only_the_stack_whose_file_changed() -> None:
     assert found.removed == ()
 
 
-def test_a_program_change_touches_every_stack() -> None:
-    for path in ("components/traffic.py", "policies/traffic.py", "Pulumi.yaml", "__main__.py"):
-        assert stacks_touched([path], STACKS).stacks == ("staging", "prod"), path
+@pytest.mark.parametrize(
+    "path",
+    [
+        "components/traffic.py",
+        "policies/traffic.py",
+        "Pulumi.yaml",
+        "__main__.py",
+        # The Job's name hashes the checker's source: a checker change reaches every stack.
+        "precision_check/compare.py",
+        # The CLI renders, previews and gates every stack.
+        "dualstack/offline/render.py",
+        "pyproject.toml",
+        "requirements.lock",
+        # The pipelines run the judge.
+        ".github/workflows/deploy.yml",
+        ".gitlab-ci.yml",
+        ".ci/record",
+    ],
+)
+def test_what_deploys_or_judges_a_stack_touches_every_stack(path: str) -> None:
+    assert stacks_touched([path], STACKS).stacks == ("staging", "prod"), path
 
 
-def test_docs_and_tooling_touch_no_stack() -> None:
-    found = stacks_touched(["README.md", ".github/workflows/deploy.yml", "tests/x.py"], STACKS)
+def test_docs_and_tests_touch_no_stack() -> None:
+    found = stacks_touched(["README.md", "docs/ARCHITECTURE.md", "tests/x.py"], STACKS)
     assert found.stacks == ()
     assert found.reason == "no stack file changed"
 

@@ -12,10 +12,6 @@ import yaml
 from components.settings import load_settings
 from dualstack.offline.render import render, to_yaml
 from dualstack.step.emergency import (
-    MONITORING_TYPE,
-    TOP,
-    TRAFFIC_TYPE,
-    WORKLOAD_TYPE,
     break_glass_patch,
     deployment_urn,
     instructions,
@@ -25,6 +21,12 @@ from dualstack.step.emergency import (
     weight_patch,
 )
 from tests.conftest import cfg, find
+
+# The tokens and names a user passes to `pulumi up --target` (stated here, not imported).
+TOP = ("dualstack:index:DualStackInference", "inference")
+TRAFFIC_TYPE = "dualstack:index:TrafficSplit"
+WORKLOAD_TYPE = "dualstack:index:InferenceWorkload"
+MONITORING_TYPE = "dualstack:index:UnifiedMonitoring"
 
 
 def registered(run_stack, config):

@@ -199,7 +199,8 @@ def test_a_failing_cli_falls_back_to_editing_the_file(git_repo, tmp_path, monkey
     assert "config set ascendWeight 0 --stack prod" in fake_pulumi.read_text()
     out = capsys.readouterr().out
     assert (
-        "edited Pulumi.prod.yaml in place; pulumi config set failed: error: failed to load" in out
+        "edited Pulumi.prod.yaml in place; `pulumi config set ascendWeight` failed: "
+        "error: failed to load" in out
     )
     assert weight(git_repo) == "0"
 

@@ -105,12 +105,16 @@ def test_a_rollback_is_judged_from_where_it_starts_not_from_the_base(git_repo, c
 # --- the deployed weight (drift guard) ---
 
 
+OUTPUT = "`pulumi stack output ascendWeight --stack prod`"
+
+
 @pytest.mark.parametrize(
     ("deployed", "cause"),
     [
-        (None, "pulumi stack output failed: error: no Pulumi.yaml project file found"),
-        ("<html>oops", "pulumi printed '<html>oops', not JSON"),
-        ('"fifty"', "the deployed ascendWeight output is 'fifty', not 0..100"),
+        (None, f"{OUTPUT} failed: error: no Pulumi.yaml project file found"),
+        ("<html>oops", f"{OUTPUT} returned '<html>oops', not a weight 0..100"),
+        ('"fifty"', f"""{OUTPUT} returned '"fifty"', not a weight 0..100"""),
+        ('"5"', f"""{OUTPUT} returned '"5"', not a weight 0..100"""),
     ],
 )
 def test_promote_fails_closed_when_the_cli_cannot_tell_the_deployed_weight(

@@ -16,6 +16,11 @@ NVIDIA = (
     f"{PARENT}$dualstack:index:InferenceWorkload$kubernetes:apps/v1:Deployment"
     "::inference-nvidia-deployment"
 )
+RULE = (
+    f"{PARENT}$dualstack:index:UnifiedMonitoring"
+    "$kubernetes:monitoring.coreos.com/v1:PrometheusRule::inference-monitoring-rules"
+)
+"""The PrometheusRule records the configured weight: without it AscendNoTraffic fires."""
 
 
 def rolled_back(repo: Path, start: int, to: int) -> None:
@@ -32,15 +37,15 @@ def targets(repo: Path, capsys) -> tuple[int, list[str], str]:
     return code, captured.out.split(), captured.err
 
 
-def test_below_100_only_the_virtual_service(git_repo: Path, capsys) -> None:
+def test_below_100_the_virtual_service_and_the_recorded_weight(git_repo: Path, capsys) -> None:
     rolled_back(git_repo, 20, 0)
-    assert targets(git_repo, capsys)[:2] == (0, [VS])
+    assert targets(git_repo, capsys)[:2] == (0, [VS, RULE])
 
 
 def test_leaving_100_resizes_nvidia_first(git_repo: Path, capsys) -> None:
     """At 100 % NVIDIA is scaled down to its retired size; traffic must not move first."""
     rolled_back(git_repo, 100, 80)
-    assert targets(git_repo, capsys)[:2] == (0, [NVIDIA, VS])
+    assert targets(git_repo, capsys)[:2] == (0, [NVIDIA, VS, RULE])
 
 
 def test_missing_stack_at_base_is_an_error(git_repo: Path, capsys) -> None:
@@ -60,12 +65,12 @@ def deploy_targets(repo: Path, deployed: int, capsys) -> list[str]:
 
 def test_deploy_of_a_decrease_targets_the_traffic_split(git_repo: Path, capsys) -> None:
     set_weight(git_repo, "prod", 20)
-    assert deploy_targets(git_repo, 50, capsys) == [VS]
+    assert deploy_targets(git_repo, 50, capsys) == [VS, RULE]
 
 
 def test_deploy_of_a_decrease_from_100_resizes_nvidia_first(git_repo: Path, capsys) -> None:
     set_weight(git_repo, "prod", 80)
-    assert deploy_targets(git_repo, 100, capsys) == [NVIDIA, VS]
+    assert deploy_targets(git_repo, 100, capsys) == [NVIDIA, VS, RULE]
 
 
 def test_deploy_of_a_raise_or_no_change_targets_nothing(git_repo: Path, capsys) -> None:

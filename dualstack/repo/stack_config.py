@@ -9,11 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from components.settings import PROJECT
+from dualstack.errors import UsageError
 from dualstack.repo.stackfile import read_config
-
-
-class UsageError(ValueError):
-    """A command-line value is malformed (e.g. `--set` without `=`)."""
 
 
 def find_root(start: Path | None = None) -> Path:

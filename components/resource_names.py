@@ -1,0 +1,45 @@
+"""Pulumi type tokens and logical names of the program's resources: one definition.
+
+URNs, and so `pulumi up --target`, depend on these (pulumi.com/docs/concepts/resources/names/
+#urns: `urn:pulumi:<stack>::<project>::<parent types joined by $>$<type>::<name>`). The
+components register their children under these names, and the emergency rollback derives its
+targets from them (`dualstack.step.emergency`), so neither restates the other. Changing any
+value here replaces resources in every stack.
+"""
+
+from __future__ import annotations
+
+TOP_NAME = "inference"
+"""Logical name of the top component; every child's name starts with it."""
+
+STACK_TYPE = "dualstack:index:DualStackInference"
+NODE_POOL_TYPE = "dualstack:index:AcceleratorNodePool"
+WORKLOAD_TYPE = "dualstack:index:InferenceWorkload"
+TRAFFIC_TYPE = "dualstack:index:TrafficSplit"
+MONITORING_TYPE = "dualstack:index:UnifiedMonitoring"
+PRECISION_TYPE = "dualstack:index:PrecisionCheck"
+
+# Roles: the suffix a child's logical name gets under its parent (`<parent>-<role>`).
+TRAFFIC = "traffic"
+MONITORING = "monitoring"
+PRECISION = "precision"
+VIRTUAL_SERVICE = "virtual-service"
+DESTINATION_RULE = "destination-rule"
+SERVICE = "service"
+DEPLOYMENT = "deployment"
+PDB = "pdb"
+SERVICE_ACCOUNT = "service-account"
+NETWORK_POLICY = "network-policy"
+RULES = "rules"
+DASHBOARD = "dashboard"
+
+
+def child(parent: str, role: str) -> str:
+    """The logical name of `parent`'s child in `role`: child("inference", "traffic") ->
+    `inference-traffic`."""
+    return f"{parent}-{role}"
+
+
+def pool(parent: str, hardware: str) -> str:
+    """The node-pool component of one hardware: `inference-nvidia-pool`."""
+    return child(parent, f"{hardware}-pool")

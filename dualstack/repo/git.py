@@ -1,0 +1,69 @@
+"""The one git runner: every git command the CLI runs goes through `git()` here.
+
+One timeout rule (`GIT_TIMEOUT_S`, 60 s) and one error type (`GitError`, whose message is
+`git <verb>: <git's first line of error>`), so a hung or failing git reads the same in every
+command. `git_or_none()` is the same call for probes where "no answer" is an answer.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+GIT_TIMEOUT_S = 60.0
+"""Seconds one git command may take (a `git diff` of a large repo, a worktree checkout)."""
+
+
+class GitError(RuntimeError):
+    """A git operation the command needs failed; the message is git's first line of error."""
+
+
+def git(root: Path, *args: str, timeout: float = GIT_TIMEOUT_S) -> str:
+    """Run `git -C root args...` and return its stdout (untrimmed).
+
+    Raises GitError when git is missing, exceeds `timeout` seconds, or exits non-zero; the
+    message names the git verb and git's own first line of error.
+    """
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        raise GitError(f"git {args[0]}: no answer within {timeout:g} s") from None
+    except OSError as exc:
+        raise GitError(f"git {args[0]}: {exc.strerror or exc}") from None
+    if done.returncode != 0:
+        message = (done.stderr.strip() or done.stdout.strip() or "failed").splitlines()[0]
+        raise GitError(f"git {args[0]}: {message}")
+    return done.stdout
+
+
+def git_or_none(root: Path, *args: str, timeout: float = GIT_TIMEOUT_S) -> str | None:
+    """`git()`'s stdout stripped, or None where `git()` would raise GitError (a probe: "is
+    this a commit?", "is there a default branch?")."""
+    try:
+        return git(root, *args, timeout=timeout).strip()
+    except GitError:
+        return None
+
+
+def is_commit(root: Path, ref: str) -> bool:
+    """True when `ref` names a commit of the repository at `root`."""
+    return git_or_none(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}") is not None
+
+
+def show_file(root: Path, ref: str, path: str) -> str | None:
+    """The text of repo-relative `path` at commit `ref`, or None when it does not exist there.
+
+    `path` is relative to `root` (`./Pulumi.prod.yaml`). Raises GitError when `ref` is not a
+    commit or git fails for another reason.
+    """
+    if not is_commit(root, ref):
+        raise GitError(f"git rev-parse: {ref!r} is not a commit in {root}")
+    listed = git(root, "ls-tree", "--name-only", ref, "--", path).strip()
+    if not listed:
+        return None
+    return git(root, "show", f"{ref}:{path}")
