@@ -4,9 +4,11 @@ Semantics (kubernetes.io/docs/concepts/services-networking/network-policies): a 
 by a policy listing `Ingress` (`Egress`) in `policyTypes` is isolated in that direction, and
 then admits only what some rule of some policy selecting it allows; rules add up, nothing
 subtracts. A peer with only `namespaceSelector` admits every pod of those namespaces, with
-`podSelector` too only those pods; `namespaceSelector: {}` is every namespace. Traffic to a
-Service is judged against the pods behind it, after the address is translated, and the kubelet's
-probes from the pod's own node are always allowed.
+`podSelector` too only those pods; `namespaceSelector: {}` is every namespace. Traffic to and
+from the pod's own node is always allowed (so are the kubelet's probes). Policies are defined
+on pods, not Services: the plugins judge a connection to a ClusterIP on the pod behind it,
+after kube-proxy translated the address (projectcalico/calico#2088,
+cloudnativelabs/kube-router#934), so rules name pods and their own ports.
 
 One policy per backend (`inference-blue`, `inference-green`), selecting its pods:
 - ingress on the serving port from `security.networkPolicy.clients` (default: the mesh, every

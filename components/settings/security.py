@@ -27,8 +27,9 @@ Facts behind the defaults:
 - DNS: CoreDNS pods keep the label `k8s-app: kube-dns` in `kube-system` and answer on 53 UDP
   and TCP. With NodeLocal DNSCache give its link-local address instead (`cidr:
   169.254.20.10/32`).
-Egress rules apply after a Service's address is translated to a pod's, so a destination is
-the pods' own port (a Pushgateway's 9091), not the Service's.
+A NetworkPolicy judges a connection to a Service on the pod behind it (see
+`components/network_policy.py`), so a destination gives the pods' own port (a Pushgateway's
+9091), not the Service's.
 """
 
 from __future__ import annotations
