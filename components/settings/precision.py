@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from components.settings.base import ConfigModel
 from components.settings.images import parse_image
@@ -73,6 +73,14 @@ class PromptSetting(ConfigModel):
         answer = list(self.answer) if isinstance(self.answer, tuple) else self.answer
         keys = {"id": self.id, "prompt": self.prompt, "answer": answer}
         return {key: value for key, value in keys.items() if value is not None}
+
+
+PromptItem = Annotated[
+    Annotated[str, Tag("text")] | Annotated[PromptSetting, Tag("item")],
+    Discriminator(lambda value: "text" if isinstance(value, str) else "item"),
+]
+"""One stack prompt: a text, or a mapping {id, prompt, answer} (errors name only the form
+given)."""
 
 
 class PrecisionCheckSettings(ConfigModel):
@@ -142,7 +150,7 @@ class PrecisionCheckSettings(ConfigModel):
     deadline_seconds: float = Field(
         DEFAULTS["deadline"], gt=0, description="Seconds for the whole check."
     )
-    prompts: tuple[str | PromptSetting, ...] | None = Field(
+    prompts: tuple[PromptItem, ...] | None = Field(
         None,
         min_length=1,
         description="Prompts to check (all different): texts, or {id, prompt, answer}; null: "
