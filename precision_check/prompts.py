@@ -4,8 +4,8 @@ The seed article sent one prompt 50 times, which tests one input 50 times; here 
 must differ, and the built-in set (`prompts.jsonl` beside this file) covers explanation,
 arithmetic, code, SQL, translation (German, Chinese), extraction, formats and Unicode. The
 accuracy mode's built-in set (`accuracy.jsonl`) has 100 short-answer and arithmetic items,
-each with its exact `answer`: enough that two backends answering every item alike pass a
-5-point tolerance (with 73 or fewer, the 95 % interval of the difference is wider).
+each with its exact `answer`: enough that two backends answering every item right pass a
+5-point tolerance (below 73 items the 95 % interval of the difference is wider than that).
 """
 
 from __future__ import annotations

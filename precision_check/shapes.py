@@ -1,8 +1,10 @@
 """Reading one OpenAI-compatible answer: its text, tokens, logprobs and top alternatives.
 
 Shapes (OpenAI API reference, platform.openai.com/docs/api-reference; vLLM's
-`vllm/entrypoints/openai/protocol.py`, which vLLM-Ascend serves unchanged; MindIE's
-OpenAI-compatible endpoints follow the same reference):
+`vllm/entrypoints/openai/protocol.py`, which vLLM-Ascend, a vLLM platform plugin, serves
+unchanged; MindIE's OpenAI-compatible endpoints implement the same reference, whose two
+layouts of the top list are both read, since MindIE's own documentation could not be
+checked here):
 
 - completions: `choices[0].text`; `choices[0].logprobs.tokens[i]`, `.token_logprobs[i]`, and
   `.top_logprobs[i]` a mapping `{token: logprob}` of the `logprobs: k` most likely tokens
