@@ -66,7 +66,12 @@ def add_arguments(
         help="send no `seed` (for servers that reject it)",
     )
     option("mode", "comparison mode", choices=MODES)
-    option("min_match_rate", "%% of prompts that must match, above 0", type=float, metavar="PCT")
+    option(
+        "min_match_rate",
+        "%% of answer pairs that must match, above 0 (comparison modes)",
+        type=float,
+        metavar="PCT",
+    )
     option(
         "prefix_length", "prefix mode: leading chars/tokens that must agree", type=int, metavar="N"
     )

@@ -40,7 +40,12 @@ EXAMPLES = 3
 def headline(report: Report) -> str:
     """The verdict line: `precision check PASS: 24/24 prompts match in exact mode (...)`."""
     options, status = report.options, report.status.upper()
-    if report.accuracy is not None and report.compared:
+    if options.mode == "accuracy" and not (report.accuracy and report.compared):
+        return (
+            f"precision check {status}: {report.compared}/{report.prompts} items scored in "
+            "accuracy mode"
+        )
+    if report.accuracy is not None:
         acc = report.accuracy
         sides = ", ".join(
             f"{hw} {acc.rate(hw):.1f} % [{acc.interval(hw)[0]:.1f}, {acc.interval(hw)[1]:.1f}]"

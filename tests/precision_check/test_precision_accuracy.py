@@ -10,7 +10,7 @@ import pytest
 import precision_check as checker
 from precision_check.accuracy import Accuracy, is_correct, normalise, paired_difference, wilson
 from precision_check.output import metrics_text
-from tests.support.precision_servers import WRONG, Behaviour, OpenAIServer, run_main
+from tests.support.precision_servers import WRONG, Behaviour, OpenAIServer, refused_url, run_main
 
 ITEMS = checker.load_prompts(None, "accuracy")
 ORACLE = {p.prompt: p.answers[0] for p in ITEMS}
@@ -214,3 +214,12 @@ def test_an_inconclusive_run_pushes_passed_0_and_inconclusive_1():
     assert 'precision_check_passed{mode="accuracy"} 0\n' in text
     assert 'precision_check_inconclusive{mode="accuracy"} 1\n' in text
     assert 'precision_check_completed{mode="accuracy"} 1\n' in text
+
+
+def test_an_accuracy_run_that_could_not_complete_is_exit_2(capsys, tmp_path):
+    with OpenAIServer(Behaviour(answers=ORACLE)) as nvidia:
+        flags = ("--mode", "accuracy", "--retries", "0")
+        result = run_main(capsys, tmp_path, nvidia.url, refused_url(), *flags)
+    assert result.code == 2 and result.report["status"] == "error"
+    assert re.match(r"precision check ERROR: \d+/100 items scored in accuracy mode\n", result.out)
+    assert result.err[0].startswith("error: ascend ") and "Connection refused" in result.err[0]
