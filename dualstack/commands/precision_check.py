@@ -17,9 +17,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="send the same prompts to both backends and compare the answers",
         description="Send the same prompts to the NVIDIA and the Ascend OpenAI-compatible "
         "backend (bypassing the traffic split) and compare the answers: exact text, a common "
-        "prefix, or per-token logprobs within a tolerance.",
-        epilog="Exit codes: 0 pass, 1 mismatch over threshold, 2 could not complete "
-        "(bad input, backend errors, timeouts, malformed answers, deadline).",
+        "prefix, per-token logprobs within a tolerance, or top-k closeness (vLLM's rule); "
+        "optionally against a same-hardware baseline (--baseline). Or score both against "
+        "reference answers (--mode accuracy).",
+        epilog="Exit codes: 0 pass, 1 mismatch over threshold (or accuracy inconclusive), 2 "
+        "could not complete (bad input, backend errors, timeouts, malformed answers, missing "
+        "logprobs, deadline).",
     )
     checker.add_arguments(parser)
     parser.set_defaults(func=run)

@@ -18,7 +18,8 @@ The BASE's rendered objects give `previousPodTemplates` (`template_facts`): whic
 only scale, so `pool-capacity` counts no rollout surge for them; absent, every one surges.
 
 The file's shape is Pulumi's `--policy-pack-config` format: `{"<policy>": {"<key>": value}}`,
-each policy getting only the keys its `PolicyConfigSchema` declares.
+each policy getting only the keys its `PolicyConfigSchema` declares, plus `enforcementLevel`
+for the policies whose level a setting chooses (`ENFORCEMENT`), also taken from the base.
 """
 
 from __future__ import annotations
@@ -44,6 +45,17 @@ FROM_BASE = {"no-unsafe-weight-jump": frozenset({"ladder", "maxStep"})}
 """Per policy, the config keys taken from the BASE settings when there is a base: the step
 limit is the deployed config's, so a change cannot widen its own step by editing the ladder or
 `policy.maxStep` in the stack file it brings."""
+
+
+ENFORCEMENT = {
+    "images-pinned-by-digest": lambda settings: (
+        "mandatory" if settings.security.require_image_digests else "advisory"
+    ),
+}
+"""Per policy, its enforcement level as the stack's settings choose it
+(`security.requireImageDigests`). Taken from the BASE settings when there is a base, so a
+change cannot relax the rule it is judged by; a change that turns it on applies from the next
+change on."""
 
 
 def settings_facts(
@@ -142,9 +154,9 @@ def pack_config(
 
     `settings` is the head (the change judged); `previous_weight` the deployed Ascend weight in
     % (None on a first deploy, when only 0 or the first ladder step may be deployed); `base`
-    the BASE stack's settings (None without a base), which give the keys in `FROM_BASE` and
-    `previousAscendImage`; `base_objects` the BASE's rendered objects (None: unknown), which
-    give `previousPodTemplates` (`template_facts`).
+    the BASE stack's settings (None without a base), which give the keys in `FROM_BASE`,
+    `previousAscendImage` and the levels in `ENFORCEMENT`; `base_objects` the BASE's rendered
+    objects (None: unknown), which give `previousPodTemplates` (`template_facts`).
     """
     facts = settings_facts(settings, previous_weight, base)
     if base_objects is not None:
@@ -159,6 +171,8 @@ def pack_config(
             source = base_facts if key in from_base else facts
             if key in source:
                 values[key] = source[key]
+        if level := ENFORCEMENT.get(policy.name):
+            values["enforcementLevel"] = level(base if base is not None else settings)
         if values:
             config[policy.name] = values
     return config
