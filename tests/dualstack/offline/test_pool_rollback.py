@@ -9,7 +9,6 @@ maxSurge 1 = 5 GPUs).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from dualstack.offline.policy_config import pack_config, template_facts
 from dualstack.offline.policy_run import PolicyResult, blocking, run_policies
 from dualstack.offline.render import render
 from dualstack.repo.stackfile import set_config_value
-from tests.conftest import REPO, cfg, git
+from tests.conftest import cfg
 from tests.support.migration_helpers import _identity, dualstack, weight  # noqa: F401
 
 VERIFIED = "registry/inference-service:v1.2.3-npu"
@@ -93,23 +92,13 @@ def test_the_facts_name_each_deployment_once():
 
 
 @pytest.fixture
-def shrunk_repo(tmp_path: Path) -> Path:
+def shrunk_repo(stack_repo) -> Path:
     """A git repo whose main holds prod at 100% on the shrunk NVIDIA pool (fixture file)."""
-    repo = tmp_path / "gitops"
-    repo.mkdir()
-    shutil.copy(REPO / "Pulumi.yaml", repo / "Pulumi.yaml")
-    (repo / "Pulumi.prod.yaml").write_text(
-        "config:\n"
-        '  dualstack-inference:ascendWeight: "100"\n'
-        f"  dualstack-inference:verifiedAscendImage: {VERIFIED}\n"
-        "  dualstack-inference:nvidia:\n"
-        "    pool: {name: nvidia, nodes: [nvidia-01], acceleratorsPerNode: 4}\n",
-        encoding="utf-8",
+    return stack_repo(
+        100,
+        "dualstack-inference:nvidia:",
+        "  pool: {name: nvidia, nodes: [nvidia-01], acceleratorsPerNode: 4}",
     )
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "prod at 100 on a shrunk NVIDIA pool")
-    return repo
 
 
 def test_preview_of_the_rollback_pr_passes(shrunk_repo, capsys):

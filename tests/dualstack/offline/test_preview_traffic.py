@@ -17,6 +17,7 @@ import pytest
 import components.traffic
 from components.naming import direct_service_name, service_host
 from components.settings import Settings
+from dualstack.cli import main
 from dualstack.offline.policy_config import pack_config
 from dualstack.offline.policy_run import PolicyResult, blocking, run_policies
 from dualstack.offline.render import render
@@ -152,3 +153,25 @@ def test_a_destination_outside_the_stack_is_refused(patch_routes):
     assert any(m.startswith(where) for m in found["route-weights-valid"])
     for policy in ("no-unsafe-weight-jump", "rollback-capacity"):
         assert any(where in m for m in found[policy]), policy
+
+
+def test_preview_names_the_policy_refusing_a_catch_all_route(stack_repo, patch_routes, capsys):
+    """`dualstack preview --base main` on a fixture repo at 5%, the program patched to put a
+    catch-all route to the Ascend subset first: exit 1, the policies named on stderr."""
+    repo = stack_repo(5)
+
+    def edit(settings: Settings, http: list[dict]) -> None:
+        ascend = {"host": service_host(settings, settings.service.name), "subset": "ascend"}
+        http.insert(0, {"name": "catch-all", "route": [{"destination": ascend}]})
+
+    patch_routes(edit)
+    code = main(["-C", str(repo), "preview", "--stack", "prod", "--base", "main"])
+    captured = capsys.readouterr()
+    assert code == 1, captured.out
+    assert "Ascend weight: unchanged at 5%" in captured.out
+    lines = captured.err.splitlines()
+    assert lines[0] == "policy check failed: no-unsafe-weight-jump, rollback-capacity"
+    assert (
+        "  no-unsafe-weight-jump: VirtualService inference/inference-vs raises the Ascend weight "
+        "from 5% to 100%"
+    ) in captured.err
