@@ -7,8 +7,10 @@ run it against both direct Services, e.g. through `kubectl port-forward`.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import precision_check as checker
+from dualstack.commands.output_paths import check_output_file
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,4 +28,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_report_path(args)
     return checker.run_cli(args)
+
+
+def check_report_path(args: argparse.Namespace) -> None:
+    """Refuse a `--json FILE` that cannot be written before any prompt is sent (UsageError),
+    rather than after the whole check."""
+    report = getattr(args, "json_report", None)
+    if report:
+        check_output_file(Path(report), "--json")

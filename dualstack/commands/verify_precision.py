@@ -17,6 +17,7 @@ from pathlib import Path
 import precision_check as checker
 from components.settings import load_settings
 from components.settings.precision import PrecisionCheckSettings
+from dualstack.commands.output_paths import check_output_file
 from dualstack.errors import UsageError
 from dualstack.repo.stack_config import find_root, load_stack_config
 from dualstack.repo.stackfile import StackFileError, set_config_value, stack_path
@@ -86,11 +87,18 @@ def run(args: argparse.Namespace) -> int:
     except checker.CheckError as exc:
         raise UsageError(str(exc)) from None
     check_threshold(options, "min_match_rate" in vars(args), args.allow_low_threshold)
+    if options.json_report:  # before any prompt is sent, not after the whole check
+        check_output_file(Path(options.json_report), "--json")
     file = stack_path(root, args.stack).name
     try:
         code = checker.run_cli(args, base, settings.precision_check.prompt_list())
         if code != checker.EXIT_PASS:
-            print(f"{KEY} unchanged in {file}: the check did not pass", file=sys.stderr)
+            why = (
+                "the check did not pass"
+                if code == checker.EXIT_MISMATCH
+                else "the check could not complete or its report could not be written"
+            )
+            print(f"{KEY} unchanged in {file}: {why}", file=sys.stderr)
             return code
         # The check took a while: record only if the stack still serves the image it checked.
         current = load_settings(load_stack_config(root, args.stack))
