@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, model_validator
 from pydantic.alias_generators import to_camel
 
 from components.api_rules import label_errors, parse_quantity
@@ -35,8 +35,17 @@ def _quantity_error(value: Any) -> str | None:
     return "must be at least 0" if amount < 0 else None
 
 
-Quantity = Annotated[str, api_rule(_quantity_error)]
-"""A Kubernetes quantity (`500m`, `4`, `32Gi`; the grammar of quantity.go), at least 0."""
+def _quantity_text(value: Any) -> Any:
+    # `pulumi config set --path nvidia.resources.cpuRequest 4` stores the number 4; the API
+    # takes a whole number as a quantity too. Booleans and fractions stay refused.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+Quantity = Annotated[str, BeforeValidator(_quantity_text), api_rule(_quantity_error)]
+"""A Kubernetes quantity (`500m`, `4`, `32Gi`; the grammar of quantity.go), at least 0; a
+YAML integer is taken as its digits."""
 
 
 def label_map(reserved: frozenset[str] = frozenset()) -> AfterValidator:

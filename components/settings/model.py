@@ -46,6 +46,10 @@ DnsLabel = Annotated[str, api_rule(api_rules.dns1123_label)]
 NodeName = Annotated[str, api_rule(api_rules.dns1123_subdomain)]
 """A node name is a DNS-1123 subdomain (ValidateNodeName): `ip-10-0-0-1.ec2.internal`."""
 Percent = Annotated[Int, Field(ge=0, le=100)]
+ExtendedResource = Annotated[str, api_rule(api_rules.extended_resource_name)]
+"""An extended resource a device plugin advertises (`nvidia.com/gpu`)."""
+HostPath = Annotated[str, api_rule(api_rules.absolute_path)]
+"""An absolute path on the node, without `..`."""
 Count32 = Annotated[Int, Field(ge=0, le=INT32_MAX)]
 """A count stored in an int32 API field (replicas, seconds of a probe)."""
 
@@ -157,14 +161,14 @@ class HardwareSettings(ConfigModel):
     deployment_name: DnsLabel = Field(description="Name of the Deployment.")
     version: DnsLabel = Field(description="Value of the pods' `version` label (blue/green).")
     image: Image = Field(description="Container image, pinned by tag or digest.")
-    accelerator_resource: Annotated[str, api_rule(api_rules.extended_resource_name)] = Field(
+    accelerator_resource: ExtendedResource = Field(
         description="Extended resource the device plugin advertises, e.g. `nvidia.com/gpu`."
     )
     accelerators_per_pod: Int = Field(
         1, ge=1, le=INT32_MAX, description="Accelerators each pod requests."
     )
     pool: PoolSettings = Field(description="The node pool the pods are pinned to.")
-    driver_host_path: Annotated[str, api_rule(api_rules.absolute_path)] | None = Field(
+    driver_host_path: HostPath | None = Field(
         None,
         description="Absolute host path of the accelerator driver, mounted read-only at the "
         "same path.",
@@ -193,7 +197,7 @@ class NvidiaSettings(HardwareSettings):
     deployment_name: DnsLabel = "inference-blue"
     version: DnsLabel = "blue"
     image: Image = "registry/inference-service:v1.2.3-cuda"
-    accelerator_resource: str = "nvidia.com/gpu"
+    accelerator_resource: ExtendedResource = "nvidia.com/gpu"
     pool: PoolSettings = PoolSettings(
         name="nvidia",
         nodes=("nvidia-01", "nvidia-02", "nvidia-03"),
@@ -211,7 +215,7 @@ class AscendSettings(HardwareSettings):
     deployment_name: DnsLabel = "inference-green"
     version: DnsLabel = "green"
     image: Image = "registry/inference-service:v1.2.3-npu"
-    accelerator_resource: str = "huawei.com/Ascend910"
+    accelerator_resource: ExtendedResource = "huawei.com/Ascend910"
     pool: PoolSettings = PoolSettings(
         name="ascend",
         nodes=("ascend-01", "ascend-02"),
@@ -221,7 +225,7 @@ class AscendSettings(HardwareSettings):
             "migration-status": "testing",
         },
     )
-    driver_host_path: str | None = "/usr/local/Ascend/driver"
+    driver_host_path: HostPath | None = "/usr/local/Ascend/driver"
 
 
 class ServiceSettings(ConfigModel):
