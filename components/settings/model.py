@@ -12,11 +12,19 @@ line per bad key naming the key, the value seen and what is allowed.
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from components import api_rules
 from components.settings.base import (
@@ -244,7 +252,7 @@ class ServiceSettings(ConfigModel):
         longest = max((f"{name}-{hardware}" for hardware in HARDWARE), key=len)
         if why := api_rules.dns1035_label(longest):
             raise ValueError(
-                f"the direct Service {longest[:80]!r} ({len(longest)} characters) {why}; "
+                f"the direct Service {longest[:80]!r} ({len(longest)} characters) is {why}; "
                 f"keep the name at most {api_rules.DNS1123_LABEL_MAX - len(longest) + len(name)}"
                 " characters"
             )
@@ -432,10 +440,27 @@ def _describe(error: dict[str, Any], hints: Mapping[str, str]) -> str:
         hint = hints.get(path, "")
         return f"{key}: missing; set it with `pulumi config set {flag}{path} <value>`{hint}"
     if error["type"] == "extra_forbidden":
-        return f"{key}: unknown key (value {shown(value)}); check its spelling"
+        close = difflib.get_close_matches(str(error["loc"][-1]), _keys_beside(error["loc"]), 1)
+        spelling = f"did you mean {close[0]}?" if close else "check its spelling"
+        return f"{key}: unknown key (value {shown(value)}); {spelling}"
+    if error["type"] == "too_short":
+        least = error.get("ctx", {}).get("min_length", 1)
+        message = f"expected at least {least} item{'s' if least != 1 else ''}"
     if error["loc"] and "input" in error and not isinstance(value, dict):
         return f"{key} = {shown(value)}: {message}"
     return f"{key}: {message}"
+
+
+def _keys_beside(loc: tuple[Any, ...]) -> list[str]:
+    """The keys the model holding `loc`'s last part accepts (for "did you mean")."""
+    model: type[BaseModel] = Settings
+    for part in loc[:-1]:
+        field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
+        annotation = field.annotation if field is not None else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return []
+        model = annotation
+    return [field.alias or name for name, field in model.model_fields.items()]
 
 
 def _foreign_hints(config: Mapping[str, Any], prefix: str) -> dict[str, str]:
