@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,11 +57,16 @@ def template_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def repo(template_repo: Path, tmp_path: Path) -> Path:
-    """A fresh copy of the template repo for one case."""
-    copy = tmp_path / "gitops"
-    shutil.copytree(template_repo, copy, symlinks=True)
-    return copy
+def repo(template_repo: Path) -> Iterator[Path]:
+    """The template repo as committed, for one case: afterwards the fixture stack file is
+    put back and anything else the case left in the work tree is removed (a case that
+    changed a file has already failed on it)."""
+    yield template_repo
+    (template_repo / f"Pulumi.{STACK}.yaml").write_text(GOOD_FILE, encoding="utf-8")
+    for path in template_repo.iterdir():
+        if path.name not in (".git", "Pulumi.yaml", f"Pulumi.{STACK}.yaml"):
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+    git(template_repo, "checkout", "-q", "main")
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
