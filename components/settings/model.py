@@ -39,6 +39,15 @@ from components.settings.monitoring import MonitoringSettings
 from components.settings.policy import PolicySettings
 from components.settings.precision import PrecisionCheckSettings
 from components.settings.scalars import INT32_MAX, Bool, Int, Number, kind_of, shown
+from components.settings.security import (
+    ASCEND_SCRATCH,
+    HWHIAIUSER_GID,
+    NVIDIA_SCRATCH,
+    GroupId,
+    ScratchVolume,
+    SecuritySettings,
+    scratch_problem,
+)
 from components.settings.slo import SloSettings
 
 PROJECT = "dualstack-inference"
@@ -182,6 +191,13 @@ class HardwareSettings(ConfigModel):
         "same path.",
     )
     resources: ResourceSettings = Field(default_factory=ResourceSettings)
+    scratch: tuple[ScratchVolume, ...] = Field(
+        NVIDIA_SCRATCH,
+        description="Writable emptyDirs (the root filesystem is read-only): /tmp, caches.",
+    )
+    supplemental_groups: tuple[GroupId, ...] = Field(
+        (), description="Extra GIDs of the pod's processes (e.g. the accelerator's device group)."
+    )
 
     @field_validator("image")
     @classmethod
@@ -196,6 +212,13 @@ class HardwareSettings(ConfigModel):
                 f"pool offers (pool.acceleratorsPerNode {self.pool.accelerators_per_node}): "
                 "such a pod can never be scheduled"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _distinct_scratch(self) -> HardwareSettings:
+        driver = {"accelerator-driver": self.driver_host_path} if self.driver_host_path else {}
+        if problem := scratch_problem(self.scratch, driver):
+            raise ValueError(f"scratch: {problem}")
         return self
 
 
@@ -234,6 +257,8 @@ class AscendSettings(HardwareSettings):
         },
     )
     driver_host_path: HostPath | None = "/usr/local/Ascend/driver"
+    scratch: tuple[ScratchVolume, ...] = ASCEND_SCRATCH
+    supplemental_groups: tuple[GroupId, ...] = (HWHIAIUSER_GID,)
 
 
 class ServiceSettings(ConfigModel):
@@ -346,6 +371,7 @@ class Settings(ConfigModel):
     monitoring: MonitoringSettings = Field(default_factory=MonitoringSettings)
     precision_check: PrecisionCheckSettings = Field(default_factory=PrecisionCheckSettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)
+    security: SecuritySettings = Field(default_factory=SecuritySettings)
 
     @field_validator("ladder")
     @classmethod
