@@ -142,7 +142,7 @@ def check_checkout(root: Path, stacks: list[str]) -> str:
         )
     dirty = git(root, "status", "--porcelain", "--untracked-files=no", "--", *PROGRAM_FILES)
     if dirty.strip():
-        first = dirty.strip().splitlines()[0][3:]
+        first = dirty.splitlines()[0][3:]
         raise GitError(
             f"--emergency applies the committed program, but {first} has uncommitted changes: "
             "`git stash` them first"
