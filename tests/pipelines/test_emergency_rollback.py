@@ -11,6 +11,7 @@ call in one file, so the order across pulumi, git, gh and curl is what the asser
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,7 @@ from tests.pipelines.pipeline_harness import (
     run_github_job,
     run_gitlab_job,
 )
+from tests.support.emergency_budget import budget
 from tests.support.emergency_stub import calls, install_emergency_tools, make_gitops
 
 STACKS = ("staging", "prod")
@@ -299,3 +301,22 @@ def test_a_cache_hit_installs_nothing(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "pip install" not in done.stdout
     assert calls(tmp_path / "calls.jsonl") == []  # no curl, no `pulumi plugin install`
+
+
+# ------------------------------------------------------------------ the README's SOP
+
+
+def test_readme_sop_starts_with_this_path_and_its_budget_fits_the_minute() -> None:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    sop = text.split("### Emergency SOP (Ascend misbehaves in production)\n", 1)[1]
+    sop = sop.split("\n### ", 1)[0]
+    opening = sop.split("#### ", 1)[0]
+    assert "dualstack rollback --emergency" in opening
+    for trigger in ("`emergency-rollback`", "`rollback:prod`", "`rollback:all`"):
+        assert trigger in opening
+    assert re.findall(r"^\d\. \*\*(\w+)\*\*", opening, re.M) == ["Stop", "Traffic", "Git"]
+    assert sop.index("#### Time budget") < sop.index("#### Break-glass")
+    rows = budget()
+    steps = [value for name, value in rows.items() if name != "Total"]
+    assert rows["Total"] == (sum(ci for ci, _ in steps), sum(lap for _, lap in steps))
+    assert rows["Total"][0] <= 60 and rows["Total"][1] <= 60
