@@ -1,4 +1,5 @@
-"""`dualstack rollback`: lower the Ascend weight at once (default 0%), always allowed."""
+"""`dualstack rollback`: lower the Ascend weight at once (default 0%), always allowed; with
+`--emergency`, traffic first (`dualstack.step.traffic_first`): stop, apply, then commit."""
 
 from __future__ import annotations
 
@@ -50,7 +51,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "that applies only the traffic split, and the break-glass `kubectl patch` with its "
         "caveat. With --commit and no --branch, a taken branch name gets a -2, -3, ... "
         "suffix. Exit 0 done (or already there), 1 the lower weight breaks a mandatory policy "
-        "the stack did not break before (file restored), 2 error.",
+        "the stack did not break before (file restored), 2 error. With --emergency: traffic "
+        "first (cancel the running update, apply the traffic objects, then commit; README "
+        "Emergency SOP).",
     )
     parser.add_argument("--stack", default="prod", help="stack name (default: prod)")
     parser.add_argument(
