@@ -7,8 +7,11 @@ run it against both direct Services, e.g. through `kubectl port-forward`.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import precision_check as checker
+from dualstack.commands.output_paths import check_output_file
+from precision_check.options import flag
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,4 +32,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_report_path(args)
     return checker.run_cli(args)
+
+
+REPORT_FIELDS = ("json_report", "markdown_report")
+"""Checker options naming a report file (`--json`, `--markdown`)."""
+
+
+def check_report_path(args: argparse.Namespace) -> None:
+    """Refuse a `--json` / `--markdown` FILE that cannot be written before any prompt is
+    sent (UsageError), rather than after the whole check."""
+    for field in REPORT_FIELDS:
+        if report := getattr(args, field, None):
+            check_output_file(Path(report), flag(field))

@@ -18,12 +18,15 @@ from pathlib import Path
 import precision_check as checker
 from components.settings import load_settings
 from components.settings.precision import PrecisionCheckSettings
+from dualstack.commands.output_paths import check_output_file
 from dualstack.errors import UsageError
 from dualstack.repo.stack_config import find_root, load_stack_config
 from dualstack.repo.stackfile import StackFileError, set_config_value, stack_path
 from precision_check.options import flag
 
 KEY = "verifiedAscendImage"
+REPORT_FIELDS = ("json_report", "markdown_report")
+"""Checker options naming a report file, checked before the run (`--json`, `--markdown`)."""
 FLOOR = 90.0
 """%: the lowest match rate whose pass may be recorded for promotion without
 --allow-low-threshold (the checker itself only needs a rate above 0)."""
@@ -97,11 +100,19 @@ def run(args: argparse.Namespace) -> int:
     except checker.CheckError as exc:
         raise UsageError(str(exc)) from None
     check_threshold(options, set(vars(args)), args.allow_low_threshold)
+    for field in REPORT_FIELDS:  # before any prompt is sent, not after the whole check
+        if getattr(options, field, None):
+            check_output_file(Path(getattr(options, field)), flag(field))
     file = stack_path(root, args.stack).name
     try:
         code = checker.run_cli(args, base, settings.precision_check.prompt_list())
         if code != checker.EXIT_PASS:
-            print(f"{KEY} unchanged in {file}: the check did not pass", file=sys.stderr)
+            why = (
+                "the check did not pass"
+                if code == checker.EXIT_MISMATCH
+                else "the check could not complete or its report could not be written"
+            )
+            print(f"{KEY} unchanged in {file}: {why}", file=sys.stderr)
             return code
         # The check took a while: record only if the stack still serves the image it checked.
         current = load_settings(load_stack_config(root, args.stack))
