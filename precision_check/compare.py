@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import progress
 from .backend import Answer, Backend, DeadlineReached, request_body
 from .options import EXIT_ERROR, EXIT_MISMATCH, EXIT_PASS, HARDWARE, CheckError, Options
 from .prompts import Prompt
@@ -210,6 +211,7 @@ def run_check(options: Options, prompts: list[Prompt]) -> Report:
                 continue
             if isinstance(outcome, Answer):
                 answers[hw][prompt_id] = outcome
+                progress.report(sum(map(len, answers.values())), expected)
             elif isinstance(outcome, DeadlineReached):
                 out_of_time = True
             elif isinstance(outcome, CheckError):

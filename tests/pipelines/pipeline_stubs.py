@@ -39,7 +39,15 @@ if argv and (argv[0] == "ci" or argv[0] in REAL):
 if argv[0] == "gate":
     table = "| criterion | result |\\n|---|---|\\n| p99 | PASS |\\n"
     pathlib.Path(opt("--markdown")).write_text(table)
-    print("gate: PASS" if not rc("GATE_RC") else "gate: FAIL")
+    status = "FAIL" if rc("GATE_RC") else "PASS"
+    if opt("--json-file"):
+        criterion = {"key": "p99-latency", "title": "p99 latency", "status": status,
+                     "required": True, "ascend": "1.000 s", "nvidia": "0.800 s",
+                     "threshold": "<= 1.5 x NVIDIA", "detail": "stub"}
+        doc = {"schema": "dualstack/gate/v1", "passed": status == "PASS",
+               "stacks": [{"stack": opt("--stack"), "criteria": [criterion]}]}
+        pathlib.Path(opt("--json-file")).write_text(json.dumps(doc))
+    print(f"gate: {status}")
     sys.exit(rc("GATE_RC"))
 sys.exit(f"stub dualstack: unexpected {argv}")
 """
