@@ -210,5 +210,5 @@ def summary_markdown(all_suites: Sequence[Suite]) -> str:
         lines += ["", "Not passed:", ""]
         for suite, case in bad:
             message = " ".join(case.message.split())
-            lines.append(f"- {suite.name} / `{case.name}`: {case.outcome}: {message}")
+            lines.append(f"- {suite.name} / {case.name}: {case.outcome}: {message}")
     return "\n".join(lines) + "\n"

@@ -20,7 +20,7 @@ from dualstack.commands.output_paths import check_output_file
 from dualstack.errors import UsageError
 from dualstack.gate.criteria import GateReport, evaluate, parse_duration, parse_time, parse_window
 from dualstack.gate.data import DEFAULT_BOUNDS, DataBounds
-from dualstack.gate.prometheus import PrometheusClient, check_url
+from dualstack.gate.prometheus import NO_AUTH, PrometheusClient, check_url
 from dualstack.gate.report import format_markdown, format_table
 from dualstack.gate.trend import fetch_trend
 from dualstack.offline.policy_run import PolicyResult
@@ -114,15 +114,17 @@ def gate_setup(args: argparse.Namespace) -> GateSetup:
     Raises UsageError for a missing/bad URL, http config file, timeout, window, time, bound
     or --markdown path.
     """
-    from dualstack.gate.http_config import load_http_config
-
     if not args.prometheus:
         raise UsageError(f"no Prometheus: pass --prometheus URL or set ${PROMETHEUS_ENV}")
     if not 0 < args.timeout <= 300:
         raise UsageError(f"--timeout {args.timeout:g}: expected 0 < seconds <= 300")
     if not 0 < args.min_coverage <= 100:
         raise UsageError(f"--min-coverage {args.min_coverage:g}: expected 0 < percent <= 100")
-    auth = load_http_config(args.prometheus_http_config)
+    auth = NO_AUTH
+    if args.prometheus_http_config is not None:
+        from dualstack.gate.http_config import load_http_config  # pydantic models: only if used
+
+        auth = load_http_config(args.prometheus_http_config)
     try:
         client = PrometheusClient(check_url(args.prometheus), timeout=args.timeout, auth=auth)
         window = parse_window(args.window)

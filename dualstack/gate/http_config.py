@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import base64
 import ssl
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from dualstack.errors import UsageError
+from dualstack.gate.prometheus import NO_AUTH, ClientAuth
 
 OPTION = "--prometheus-http-config"
 SECRET_KEYS = frozenset({"password", "credentials", "bearer_token", "secrets"})
@@ -130,26 +130,6 @@ class HTTPConfig(_Strict):
             if name.lower() in RESERVED_HEADERS:
                 raise ValueError(f"http_headers.{name}: reserved header, not settable here")
         return self
-
-
-@dataclass(frozen=True)
-class ClientAuth:
-    """What the client sends and how it speaks TLS, resolved from an `HTTPConfig`.
-
-    `headers` holds the credentials: its repr is redacted, and nothing prints it.
-    """
-
-    headers: dict[str, str] = field(default_factory=dict, repr=False)
-    ssl_context: ssl.SSLContext | None = None
-    server_name: str | None = None
-
-    @property
-    def has_credentials(self) -> bool:
-        """True when an Authorization header is sent."""
-        return "Authorization" in self.headers
-
-
-NO_AUTH = ClientAuth()
 
 
 def _problem(error: dict[str, Any]) -> str:

@@ -34,10 +34,29 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dualstack.gate.http_config import NO_AUTH, ClientAuth
-
 MAX_ANSWER_BYTES = 10 * 1024 * 1024
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+@dataclass(frozen=True)
+class ClientAuth:
+    """What the client sends and how it speaks TLS (`dualstack.gate.http_config` resolves it
+    from Prometheus's http_config file).
+
+    `headers` holds the credentials: its repr is redacted, and nothing prints it.
+    """
+
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    ssl_context: ssl.SSLContext | None = None
+    server_name: str | None = None
+
+    @property
+    def has_credentials(self) -> bool:
+        """True when an Authorization header is sent."""
+        return "Authorization" in self.headers
+
+
+NO_AUTH = ClientAuth()
 
 
 class PrometheusError(RuntimeError):

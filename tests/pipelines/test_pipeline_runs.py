@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -117,7 +118,16 @@ def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict) -> No
     assert passed
     cfg = "reports/prod/policy-config.json"
     assert calls(gitops["log"]) == [
-        ["dualstack", "preview", "--stack", "prod", "--base", "origin/main"],
+        [
+            "dualstack",
+            "preview",
+            "--stack",
+            "prod",
+            "--base",
+            "origin/main",
+            "--json-file",
+            "reports/prod/offline-preview.json",
+        ],
         ["pulumi", "stack", "output", "ascendWeight", "--stack", "prod"],
         [
             "dualstack",
@@ -150,6 +160,8 @@ def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict) -> No
             PROMETHEUS,
             "--markdown",
             "reports/prod/gate.md",
+            "--json-file",
+            "reports/prod/gate.json",
         ],
     ]
     pack_config = json.loads((gitops["repo"] / cfg).read_text())
@@ -158,6 +170,14 @@ def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict) -> No
     assert "| `prod` | ✅ pass | ✅ pass | ✅ pass | ✅ pass |" in report
     assert "Ascend weight: 5% -> 20%" in report
     assert "| p99 | PASS |" in report
+    junit = ET.parse(gitops["repo"] / "junit.xml").getroot()
+    suites = {s.get("name"): s for s in junit.findall("testsuite")}
+    assert list(suites) == ["prod: checks", "prod: policies", "prod: gate"]
+    assert junit.get("failures") == "0" and junit.get("errors") == "0"
+    policies = [c.get("name") for c in suites["prod: policies"].findall("testcase")]
+    assert "no-unsafe-weight-jump [mandatory]" in policies and len(policies) == 10
+    gate_cases = [c.get("name") for c in suites["prod: gate"].findall("testcase")]
+    assert gate_cases == ["p99-latency: p99 latency"]
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
@@ -166,8 +186,9 @@ def test_pr_without_credentials_previews_offline_only(platform: str, gitops: dic
     passed, report, _ = run_pr(platform, gitops)
     assert passed, report
     assert calls(gitops["log"]) == [
-        ["dualstack", "preview", "--stack", "staging", "--base", "origin/main"],
-        ["dualstack", "preview", "--stack", "prod", "--base", "origin/main"],
+        ["dualstack", "preview", "--stack", stack, "--base", "origin/main", "--json-file", json]
+        for stack in ("staging", "prod")
+        for json in [f"reports/{stack}/offline-preview.json"]
     ]
     assert calls(gitops["log"], ("curl",)) == []  # no CLI download without credentials
     assert "| `staging` | ✅ pass | ⏭️ skipped | ⏭️ skipped | ⏭️ skipped |" in report
