@@ -8,7 +8,9 @@ STACK ?= prod
 LOCK_FLAGS := --quiet --generate-hashes --allow-unsafe --strip-extras --all-build-deps \
 	--no-emit-index-url --no-emit-find-links
 
-.PHONY: venv lock preview render test lint format bench completion tools clean
+.PHONY: venv lock preview render test lint format bench completion tools checkov clean
+CHECKOV := .ci/checkov-venv/bin/checkov
+STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 
 venv: $(VENV)/.installed
 
@@ -34,12 +36,22 @@ preview: venv
 render: venv
 	$(PY) -m dualstack render --stack $(STACK)
 
-## External tools the tests drive for real (promtool, prometheus, pushgateway).
+## External tools the tests drive for real (promtool, prometheus, pushgateway, checkov).
 tools:
 	bash .ci/install-tools
 
 test: venv tools
 	$(PY) -m pytest -q
+	$(MAKE) --no-print-directory checkov
+
+## checkov (.checkov.yaml) over the render of every committed stack: no failure outside the
+## config's justified skips.
+checkov: venv tools
+	rm -rf out/checkov
+	for stack in $(STACKS); do \
+	  $(PY) -m dualstack render --stack $$stack --output out/checkov/$$stack >/dev/null || exit 2; \
+	done
+	$(CHECKOV) --config-file .checkov.yaml --quiet -d out/checkov
 
 lint: venv
 	$(PY) -m ruff check .
@@ -60,4 +72,5 @@ bench: venv tools
 	$(PY) -m pytest -q -p no:randomly --benchmark-enable -m benchmark tests
 
 clean:
-	rm -rf $(VENV) .pytest_cache .benchmarks build *.egg-info completion
+	rm -rf $(VENV) .ci/checkov-venv .pytest_cache .benchmarks build *.egg-info out/checkov \
+		completion

@@ -1,5 +1,11 @@
-"""Supply-chain policies: pinned images from one release, and no Ascend image serving traffic
-before its precision check has passed.
+"""Supply-chain policies: pinned images from one release, images pinned by digest, and no
+Ascend image serving traffic before its precision check has passed.
+
+`images-pinned-by-digest` is advisory by default: a release tag is a pin the pack already
+checks, but a tag can be pushed again, a digest cannot. A stack makes it mandatory with stack
+config `security.requireImageDigests: true` (`dualstack policy-config` then writes
+`enforcementLevel: mandatory` for it, taken from the base stack config). A digest may follow
+the tag (`repo:v1.2.3-npu@sha256:...`), which keeps the release check of `image-pair-consistent`.
 
 Where the verified image comes from: the precision-check workflow records the Ascend image
 whose check passed in stack config `verifiedAscendImage`; the program copies it onto the Ascend
@@ -21,6 +27,8 @@ from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
     ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
     StackValidationArgs,
     StackValidationPolicy,
 )
@@ -32,7 +40,12 @@ from policies.common import (
     config_errors_are_violations,
     config_int,
     config_str,
+    containers,
+    describe,
+    kind_of,
+    mapping,
     path,
+    pod_template_spec,
     subset_name,
 )
 from policies.stack_view import Item, StackView, container_images
@@ -65,6 +78,36 @@ def pin_problem(image: Any) -> str | None:
     if tag == "latest":
         return f"uses {image}: the moving tag `latest` is not a pin; use a release tag"
     return None
+
+
+def digest_problem(image: Any) -> str | None:
+    """Why `image` is not pinned by digest, with the fix; None when it carries `@sha256:...`."""
+    if not isinstance(image, str) or not image:
+        return f"has no image ({image!r})"
+    _repository, tag, digest = parse_image(image)
+    if digest:
+        return None
+    by = f"by the tag {tag} only" if tag else "with no tag or digest"
+    return (
+        f"uses {image}, pinned {by}; pin it by digest, e.g. "
+        f"{image}@sha256:<digest> (the digest the registry reports for that tag)"
+    )
+
+
+def images_pinned_by_digest_validator(
+    args: ResourceValidationArgs, report_violation: ReportViolation
+) -> None:
+    """Every container and init container of a workload names its image by digest
+    (`@sha256:...`). Advisory unless the policy config sets `enforcementLevel: mandatory`."""
+    props = mapping(args.props)
+    spec = pod_template_spec(kind_of(args.resource_type), props)
+    if spec is None:
+        return
+    where = describe(args.resource_type, props)
+    for container in containers(spec):
+        problem = digest_problem(container.get("image"))
+        if problem:
+            report_violation(f"{where} container {container.get('name') or '?'!r} {problem}", None)
 
 
 def _tag_pattern(args: StackValidationArgs) -> re.Pattern[str]:
@@ -229,6 +272,13 @@ POLICIES = [
                 **SUBSET_SCHEMAS,
             }
         ),
+    ),
+    ResourceValidationPolicy(
+        name="images-pinned-by-digest",
+        description="Every workload container names its image by digest (@sha256:...); "
+        "advisory unless security.requireImageDigests makes it mandatory.",
+        validate=images_pinned_by_digest_validator,
+        enforcement_level=EnforcementLevel.ADVISORY,
     ),
     StackValidationPolicy(
         name="precision-verified-before-promotion",

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from components.settings import SettingsError, load_settings
+from dualstack.commands.arg_types import whole_number
 from dualstack.commands.machine import (
     add_output_argument,
     document,
@@ -44,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_stack_argument(parser)
     parser.add_argument(
-        "--to", type=int, default=0, metavar="N", help="target ladder step (default: 0)"
+        "--to", type=whole_number, default=0, metavar="N", help="target ladder step (default: 0)"
     )
     add_pr_arguments(parser)
     add_output_argument(parser)

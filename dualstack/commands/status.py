@@ -12,6 +12,7 @@ from dualstack.commands.machine import add_output_argument, document, emit, want
 from dualstack.commands.stacks import add_stack_argument, every_stack
 from dualstack.errors import EXIT_ERROR, EXIT_OK, EXIT_PENDING
 from dualstack.pulumi_cli import Deployed, deployed_weight
+from dualstack.redaction import redact
 from dualstack.repo.baseref import default_base, describe
 from dualstack.repo.stack_config import find_root, load_stack_config
 from dualstack.repo.stackfile import StackFileError, read_config_at
@@ -128,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             settings = load_settings(load_stack_config(root, stack))
         except (SettingsError, StackFileError) as exc:
-            first = str(exc).splitlines()[0]
+            first = redact(str(exc).splitlines()[0])
             print(f"error: stack {stack}: {first}", file=sys.stderr)
             results.append({"stack": stack, "error": first})
             continue

@@ -9,9 +9,8 @@
 than that shape is an error, never an empty result.
 
 Authentication and TLS come from Prometheus's own `http_config` file
-(`dualstack.gate.http_config`), or from user:password in the URL (sent as basic auth). The
-base URL the client shows (`base_url`, every message) never carries the userinfo, and no
-message carries a header.
+(`dualstack.gate.http_config`); a URL with user:password@ is refused (it would show in process
+lists and logs). No message carries a header, and every message is redacted.
 
 Two error types, both meaning "could not judge" (exit 2), never a check result:
 - `PrometheusUnavailable`: no answer at all (connection refused, DNS, timeout).
@@ -22,7 +21,6 @@ Two error types, both meaning "could not judge" (exit 2), never a check result:
 
 from __future__ import annotations
 
-import base64
 import http.client
 import json
 import math
@@ -31,8 +29,10 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
+
+from dualstack.redaction import redact
 
 MAX_ANSWER_BYTES = 10 * 1024 * 1024
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -83,32 +83,25 @@ class RangeSeries:
     points: list[tuple[float, float]] = field(default_factory=list)
 
 
-def redact(url: str) -> str:
-    """`url` with any user:password@ removed (`https://u:p@host/` -> `https://host/`)."""
-    parts = urllib.parse.urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
-
-
 def check_url(url: str) -> str:
-    """`url` without a trailing slash; raises ValueError unless it is http(s)://host[:port]
-    (the message shows the URL without its userinfo)."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"--prometheus {redact(url)!r}: expected http(s)://HOST[:PORT][/PATH]")
+    """`url` without a trailing slash; raises ValueError unless it is http(s)://host[:port],
+    with no userinfo (`user:pw@`). The message shows the URL redacted."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            f"--prometheus {redact(url)[:200]!r}: expected http(s)://HOST[:PORT][/PATH]"
+        )
+    if "@" in parts.netloc:
+        raise ValueError(
+            f"--prometheus {redact(url)[:200]!r}: credentials in the URL are not sent (and "
+            "would show in process lists and logs); pass the URL without user:password@ and "
+            "put them in --prometheus-http-config (basic_auth with password_file)"
+        )
     return url.rstrip("/")
-
-
-def split_userinfo(url: str) -> tuple[str, str | None]:
-    """(`url` without userinfo, the `Authorization: Basic` value it carried or None)."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.username is None:
-        return url, None
-    user = urllib.parse.unquote(parts.username)
-    password = urllib.parse.unquote(parts.password or "")
-    token = base64.b64encode(f"{user}:{password}".encode()).decode()
-    return redact(url), f"Basic {token}"
 
 
 def _parse_value(raw: Any) -> float:
@@ -240,20 +233,12 @@ class PrometheusClient:
     """Queries against one Prometheus at `base_url`, each bounded by `timeout` s.
 
     `auth` (from `--prometheus-http-config`) adds the credentials, tenant headers and TLS
-    settings; user:password in `base_url` is sent as basic auth and dropped from the shown
-    URL. Loopback URLs never go through an HTTP proxy from the environment; redirects are not
+    settings. Loopback URLs never go through an HTTP proxy from the environment; redirects are not
     followed (reported as an unusable answer). Safe to share between threads.
     """
 
     def __init__(self, base_url: str, timeout: float = 10.0, auth: ClientAuth = NO_AUTH) -> None:
-        url, url_auth = split_userinfo(check_url(base_url))
-        if url_auth is not None and auth.has_credentials:
-            raise ValueError(
-                f"--prometheus {url}: credentials in the URL and in the http config; keep one"
-            )
-        if url_auth is not None:
-            auth = replace(auth, headers={**auth.headers, "Authorization": url_auth})
-        self.base_url = url
+        self.base_url = check_url(base_url)
         self.timeout = timeout
         self._headers = dict(auth.headers)
         parts = urllib.parse.urlsplit(self.base_url)
@@ -320,10 +305,10 @@ class PrometheusClient:
         return body
 
     def _unavailable(self, cause: str) -> str:
-        return f"Prometheus at {self.base_url} is unreachable: {cause.lower()}"
+        return redact(f"Prometheus at {self.base_url} is unreachable: {cause.lower()}")
 
     def _unusable(self, cause: str) -> str:
-        return f"Prometheus at {self.base_url} gave no usable answer: {cause}"
+        return redact(f"Prometheus at {self.base_url} gave no usable answer: {cause}")
 
 
 def _tls_error(exc: ssl.SSLError) -> str:

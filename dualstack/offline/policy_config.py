@@ -16,7 +16,8 @@ rollback from an image change). Without a base they fall back to the head's conf
 maxStep) or stay absent (previousAscendImage: every weight > 0 then needs the precision check).
 
 The file's shape is Pulumi's `--policy-pack-config` format: `{"<policy>": {"<key>": value}}`,
-each policy getting only the keys its `PolicyConfigSchema` declares.
+each policy getting only the keys its `PolicyConfigSchema` declares, plus `enforcementLevel`
+for the policies whose level a setting chooses (`ENFORCEMENT`), also taken from the base.
 """
 
 from __future__ import annotations
@@ -40,6 +41,17 @@ FROM_BASE = {"no-unsafe-weight-jump": frozenset({"ladder", "maxStep"})}
 """Per policy, the config keys taken from the BASE settings when there is a base: the step
 limit is the deployed config's, so a change cannot widen its own step by editing the ladder or
 `policy.maxStep` in the stack file it brings."""
+
+
+ENFORCEMENT = {
+    "images-pinned-by-digest": lambda settings: (
+        "mandatory" if settings.security.require_image_digests else "advisory"
+    ),
+}
+"""Per policy, its enforcement level as the stack's settings choose it
+(`security.requireImageDigests`). Taken from the BASE settings when there is a base, so a
+change cannot relax the rule it is judged by; a change that turns it on applies from the next
+change on."""
 
 
 def settings_facts(
@@ -88,8 +100,8 @@ def pack_config(
 
     `settings` is the head (the change judged); `previous_weight` the deployed Ascend weight in
     % (None on a first deploy, when only 0 or the first ladder step may be deployed); `base`
-    the BASE stack's settings (None without a base), which give the keys in `FROM_BASE` and
-    `previousAscendImage`.
+    the BASE stack's settings (None without a base), which give the keys in `FROM_BASE`,
+    `previousAscendImage` and the levels in `ENFORCEMENT`.
     """
     facts = settings_facts(settings, previous_weight, base)
     base_facts = settings_facts(base, previous_weight, base) if base is not None else facts
@@ -102,6 +114,8 @@ def pack_config(
             source = base_facts if key in from_base else facts
             if key in source:
                 values[key] = source[key]
+        if level := ENFORCEMENT.get(policy.name):
+            values["enforcementLevel"] = level(base if base is not None else settings)
         if values:
             config[policy.name] = values
     return config

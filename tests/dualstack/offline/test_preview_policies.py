@@ -35,7 +35,7 @@ def test_5_to_20_passes(git_repo, capsys):
     code, out, err = preview(git_repo, capsys)
     assert code == 0, out
     assert "Ascend weight: 5% -> 20%" in out
-    summary = "0 violations, 1 advisory, 9 of 10 policies passed"
+    summary = "0 violations, 4 advisories, 9 of 11 policies passed"
     assert f"Policies (dualstack-migration, previous weight 5%): {summary}" in out
     assert "  ok   no-unsafe-weight-jump [mandatory]" in out
     assert err == ""
