@@ -52,7 +52,9 @@ def export(ref: str, folder: Path) -> Path | None:
 
 
 @pytest.mark.benchmark
-def test_bench_cli_startup(tmp_path, capsys):
+def test_bench_cli_startup(benchmark, tmp_path, capsys):
+    if benchmark.disabled:
+        pytest.skip("speed figure: run `make bench`")
     ref = os.environ.get("BENCH_BASE_REF", "main")
     base = export(ref, tmp_path / "base")
     lines = []
