@@ -46,7 +46,7 @@ def one_stack(root: Path, given: str | None, verb: str) -> str:
     Raises UsageError naming the stacks when there are several and none was given, and
     StackFileError when the repo has no stack file at all.
     """
-    if given:
+    if given is not None:  # an empty or bad name is the stack file reader's to refuse
         return given
     names = stack_names(root)
     if len(names) == 1:
