@@ -70,7 +70,7 @@ def test_unknown_stack_names_the_stacks_that_exist() -> None:
 
 
 def test_malformed_set_is_a_usage_error() -> None:
-    done = dualstack("render", "--set", "ascendWeight")
+    done = dualstack("render", "-s", "prod", "--set", "ascendWeight")
     assert done.returncode == 2 and "expected KEY=VALUE" in done.stderr
 
 
