@@ -11,8 +11,7 @@ import yaml
 from dualstack.offline.mocks import Registered
 from dualstack.offline.render import RenderError, objects_of, render, to_yaml, whole_numbers
 from dualstack.offline.schemas import SchemaError, object_errors, validate_objects
-from dualstack.repo.stackfile import read_config
-from tests.conftest import REPO, SHARED, cfg, find
+from tests.conftest import SHARED, cfg, find, fixture_config
 
 ARTICLE_KINDS = {
     "Node": 5,
@@ -26,7 +25,7 @@ ARTICLE_KINDS = {
 
 @pytest.fixture
 def prod_objects() -> list[dict]:
-    _settings, objects = render(read_config(REPO, "prod"), "prod")
+    _settings, objects = render(fixture_config("prod"), "prod")
     return objects
 
 
@@ -79,7 +78,7 @@ def test_node_patches_render_as_nodes_with_only_name_labels_taints(prod_objects)
 
 
 def test_render_is_repeatable_byte_for_byte() -> None:
-    config = read_config(REPO, "prod")
+    config = fixture_config("prod")
     assert to_yaml(render(config, "prod")[1]) == to_yaml(render(config, "prod")[1])
 
 
