@@ -5,7 +5,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STACK ?= prod
 
-.PHONY: venv preview render test lint format bench tools clean
+.PHONY: venv preview render test lint format bench tools checkov mutate mutate-changed clean
+CHECKOV := .ci/checkov-venv/bin/checkov
+STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 
 venv: $(VENV)/.installed
 
@@ -22,12 +24,22 @@ preview: venv
 render: venv
 	$(PY) -m dualstack render --stack $(STACK)
 
-## External tools the tests drive for real (promtool, prometheus, pushgateway).
+## External tools the tests drive for real (promtool, prometheus, pushgateway, checkov).
 tools:
 	bash .ci/install-tools
 
 test: venv tools
 	$(PY) -m pytest -q
+	$(MAKE) --no-print-directory checkov
+
+## checkov (.checkov.yaml) over the render of every committed stack: no failure outside the
+## config's justified skips.
+checkov: venv tools
+	rm -rf out/checkov
+	for stack in $(STACKS); do \
+	  $(PY) -m dualstack render --stack $$stack --output out/checkov/$$stack >/dev/null || exit 2; \
+	done
+	$(CHECKOV) --config-file .checkov.yaml --quiet -d out/checkov
 
 lint: venv
 	$(PY) -m ruff check .
@@ -41,5 +53,14 @@ format: venv
 bench: venv tools
 	$(PY) -m pytest -q -p no:randomly --benchmark-enable -m benchmark tests
 
+## Mutation testing of the safety logic ([tool.mutmut] in pyproject.toml), from scratch: the
+## kill rate per module; fails when a mutant not listed in tests/mutation/equivalent.txt lives.
+mutate: venv tools
+	$(PY) .ci/mutate --all
+
+## The CI job: only the listed modules changed against the default branch (else a small set).
+mutate-changed: venv tools
+	$(PY) .ci/mutate --changed
+
 clean:
-	rm -rf $(VENV) .pytest_cache .benchmarks build *.egg-info
+	rm -rf $(VENV) .ci/checkov-venv .pytest_cache .benchmarks build *.egg-info out/checkov mutants

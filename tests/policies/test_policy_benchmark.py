@@ -62,4 +62,4 @@ def test_all_policies_over_1000_resources(benchmark, render_objects):
     outcomes = {(r.policy, r.outcome) for r in results}
     assert ("accelerator-driver-hostpath", "advisory") in outcomes
     assert [r for r in results if r.outcome == "violation"] == []
-    assert len({r.policy for r in results}) == 10
+    assert len({r.policy for r in results}) == 11
