@@ -108,7 +108,7 @@ def _render_side(root: Path, stack: str) -> Side | None:
 def run(args: argparse.Namespace) -> int:
     user_root = find_root(Path(args.cwd) if args.cwd else None)
     if args.emergency or args.all or args.dry_run:
-        if not args.all:
+        if args.emergency and not args.all:
             args.stack = one_stack(user_root, args.stack, "rollback")
         return run_emergency(args, user_root)
     args.stack = one_stack(user_root, args.stack, "rollback")

@@ -27,9 +27,8 @@ from components.monitoring.metric_names import (
     REQUEST_RATE,
 )
 from components.settings import load_settings
-from dualstack.repo.stackfile import read_config
 from policies import POLICIES
-from tests.conftest import REPO, git
+from tests.conftest import fixture_config, git
 from tests.pipelines.pipeline_harness import (
     GITLAB_CI,
     WORKFLOWS,
@@ -75,7 +74,7 @@ def live_history(sides: dict[str, dict[str, float]]) -> list[Series]:
     the moment it runs: the backfilled history has to cover the present. The route weight
     recorded is the deployed 5% (main's prod), the data the gate must say it was taken at.
     """
-    namespace = load_settings(read_config(REPO, "prod")).namespace  # the copy the repo holds
+    namespace = load_settings(fixture_config("prod")).namespace  # the gitops copy holds it
     start = math.floor(time.time() / 60) * 60 - 2 * 3600
     end = start + 3 * 3600
     metrics = {"rate": REQUEST_RATE, "errors": ERROR_RATIO, "p99": LATENCY_P99}

@@ -3,9 +3,11 @@ bash (and checked by zsh when it is installed): verbs, options, choices and stac
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -13,13 +15,16 @@ from tests.conftest import REPO
 
 
 def script(shell: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "dualstack", "completion", shell],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-    )
+    """The completion script, generated outside the repo (it needs no stack file)."""
+    with tempfile.TemporaryDirectory() as elsewhere:
+        done = subprocess.run(
+            [sys.executable, "-m", "dualstack", "completion", shell],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=elsewhere,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
