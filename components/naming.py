@@ -53,3 +53,18 @@ def pool_taint(pool_name: str) -> dict[str, str]:
 def pool_toleration(pool_name: str) -> dict[str, str]:
     """The toleration that matches `pool_taint(pool_name)` exactly."""
     return {"key": POOL_LABEL, "operator": "Equal", "value": pool_name, "effect": "NoSchedule"}
+
+
+def service_account_name(settings: Settings, hardware: Hardware) -> str:
+    """The ServiceAccount of one backend's pods (and its mesh identity): its Deployment's name."""
+    return settings.hardware(hardware).deployment_name
+
+
+def precision_labels(settings: Settings) -> dict[str, str]:
+    """Labels of every object and pod of the precision check. Deliberately no `app` label: the
+    shared Service selects pods by `app`, and the check's pod must not receive inference
+    traffic."""
+    return {
+        "app.kubernetes.io/name": "precision-check",
+        "app.kubernetes.io/part-of": settings.service.name,
+    }

@@ -1,5 +1,6 @@
 """The in-cluster precision check: a ConfigMap with the checker and prompts, a Job running it
-against both direct Services, and optionally a CronJob re-running it.
+against both direct Services, optionally a CronJob re-running it, the pods' ServiceAccount (no
+API token) and their NetworkPolicy (egress to the backends, DNS and the Pushgateway only).
 
 The checker is the stdlib-only package `precision_check`, shipped file by file in
 the ConfigMap and run as `python3 -m precision_check` in a stock Python image. The Job's name
@@ -26,7 +27,9 @@ import pulumi_kubernetes as k8s
 
 import precision_check as checker
 from components import resource_names as rn
-from components.naming import direct_service_name, service_host
+from components.naming import direct_service_name, precision_labels, service_host
+from components.network_policy import precision_policy_spec
+from components.security import container_security_context, pull_policy, service_account
 from components.settings import Hardware, Settings
 
 PACKAGE = Path(checker.__file__).parent
@@ -40,13 +43,16 @@ MISMATCH_EXIT_CODE = checker.EXIT_MISMATCH
 
 
 def checker_files() -> dict[str, str]:
-    """The checker's Python files by name (`cli.py` -> source), as shipped in the ConfigMap."""
+    """The checker's Python files by name (`cli.py` -> source), as shipped in the ConfigMap
+    (the prompt sets travel as `prompts.jsonl`, the one file the Job reads)."""
     return {path.name: path.read_text(encoding="utf-8") for path in sorted(PACKAGE.glob("*.py"))}
 
 
 def prompts_jsonl(settings: Settings) -> str:
-    """The prompts the Job sends, as JSON lines: the stack's `prompts` or the built-in set."""
-    prompts = settings.precision_check.prompt_list() or checker.load_prompts(None)
+    """The prompts the Job sends, as JSON lines: the stack's `prompts`, or the built-in set
+    of its mode (the accuracy mode's carries the reference answers)."""
+    check = settings.precision_check
+    prompts = check.prompt_list() or checker.load_prompts(None, check.mode)
     return checker.to_jsonl(prompts)
 
 
@@ -78,24 +84,27 @@ def check_options(settings: Settings) -> checker.Options:
 
 
 def names(settings: Settings) -> dict[str, str]:
-    """Object name prefixes: ConfigMap, Job (hash appended) and CronJob; all within the
-    63-character limit of a Job name (its pods get a `job-name` label)."""
+    """Object name prefixes: ConfigMap, Job (hash appended), CronJob, and the ServiceAccount
+    and NetworkPolicy of their pods; all within the 63-character limit of a Job name (its pods
+    get a `job-name` label)."""
     prefix = settings.service.name[:30].rstrip("-") + "-precision"
-    return {"configMap": f"{prefix}-check", "job": prefix, "cronJob": f"{prefix}-recheck"}
-
-
-def labels(settings: Settings) -> dict[str, str]:
-    """Labels of every object of the check. Deliberately no `app` label: the shared Service
-    selects pods by `app`, and the check's pod must not receive inference traffic."""
     return {
-        "app.kubernetes.io/name": "precision-check",
-        "app.kubernetes.io/part-of": settings.service.name,
+        "configMap": f"{prefix}-check",
+        "job": prefix,
+        "cronJob": f"{prefix}-recheck",
+        "serviceAccount": f"{prefix}-check",
+        "networkPolicy": f"{prefix}-check",
     }
 
 
+def labels(settings: Settings) -> dict[str, str]:
+    """Labels of every object of the check (`components.naming.precision_labels`)."""
+    return precision_labels(settings)
+
+
 def pod_template(settings: Settings) -> dict[str, Any]:
-    """The check's pod: non-root, read-only root filesystem, no capabilities, no service
-    account token, the ConfigMap mounted read-only, bounded CPU and memory."""
+    """The check's pod: its own ServiceAccount with no token mounted, non-root, read-only root
+    filesystem, no capabilities, the ConfigMap mounted read-only, bounded CPU and memory."""
     check = settings.precision_check
     res = check.resources
     items = [{"key": name, "path": f"precision_check/{name}"} for name in checker_files()]
@@ -110,6 +119,7 @@ def pod_template(settings: Settings) -> dict[str, Any]:
         },
         "spec": {
             "restartPolicy": "Never",
+            "serviceAccountName": names(settings)["serviceAccount"],
             "automountServiceAccountToken": False,
             "enableServiceLinks": False,
             "securityContext": {
@@ -122,6 +132,7 @@ def pod_template(settings: Settings) -> dict[str, Any]:
                 {
                     "name": CONTAINER_NAME,
                     "image": check.image,
+                    "imagePullPolicy": pull_policy(check.image),
                     "workingDir": MOUNT,
                     "command": ["python3", "-B", "-u", "-m", "precision_check"],
                     "args": checker.to_argv(check_options(settings)),
@@ -129,13 +140,7 @@ def pod_template(settings: Settings) -> dict[str, Any]:
                         "requests": {"cpu": res.cpu_request, "memory": res.memory_request},
                         "limits": {"cpu": res.cpu_limit, "memory": res.memory_limit},
                     },
-                    "securityContext": {
-                        "allowPrivilegeEscalation": False,
-                        "privileged": False,
-                        "readOnlyRootFilesystem": True,
-                        "runAsNonRoot": True,
-                        "capabilities": {"drop": ["ALL"]},
-                    },
+                    "securityContext": container_security_context(),
                     "volumeMounts": [{"name": "checker", "mountPath": MOUNT, "readOnly": True}],
                 }
             ],
@@ -209,7 +214,8 @@ def cron_job_spec(settings: Settings) -> dict[str, Any]:
 
 class PrecisionCheck(pulumi.ComponentResource):
     """The precision check of one stack: ConfigMap (checker + prompts), a Job named by the
-    hash of what it checks, and a CronJob when `precisionCheck.schedule` is set."""
+    hash of what it checks, a CronJob when `precisionCheck.schedule` is set, the pods'
+    ServiceAccount and (unless `security.networkPolicy.enabled` is false) NetworkPolicy."""
 
     config_map_name: pulumi.Output[str]
     job_name: pulumi.Output[str]
@@ -233,7 +239,22 @@ class PrecisionCheck(pulumi.ComponentResource):
             data=config_map_data(settings),
             opts=pulumi.ResourceOptions(parent=self),
         )
-        after_config = pulumi.ResourceOptions(parent=self, depends_on=[config_map])
+        account = k8s.core.v1.ServiceAccount(
+            f"{name}-service-account",
+            **service_account(object_names["serviceAccount"], settings.namespace, labels(settings)),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        ready = [config_map, account]
+        if settings.security.network_policy.enabled:
+            ready.append(
+                k8s.networking.v1.NetworkPolicy(
+                    f"{name}-network-policy",
+                    metadata=meta(object_names["networkPolicy"]),
+                    spec=precision_policy_spec(settings),
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
+            )
+        after_config = pulumi.ResourceOptions(parent=self, depends_on=ready)
         job = k8s.batch.v1.Job(
             f"{name}-job",
             metadata=meta(job_name(settings)),

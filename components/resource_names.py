@@ -28,6 +28,8 @@ DESTINATION_RULE = "destination-rule"
 SERVICE = "service"
 DEPLOYMENT = "deployment"
 PDB = "pdb"
+SERVICE_ACCOUNT = "service-account"
+NETWORK_POLICY = "network-policy"
 RULES = "rules"
 DASHBOARD = "dashboard"
 

@@ -1,4 +1,5 @@
-"""One backend of the service: Deployment, PodDisruptionBudget and direct Service.
+"""One backend of the service: Deployment, PodDisruptionBudget, direct Service, ServiceAccount
+and NetworkPolicy.
 
 The manifests are built by pure functions (`deployment_spec`, ...) returning camelCase dicts, so
 tests and policies can read them without Pulumi; `InferenceWorkload` only registers them.
@@ -21,13 +22,23 @@ from components.naming import (
     pod_labels,
     pool_toleration,
     selector_labels,
+    service_account_name,
     subset_labels,
+)
+from components.network_policy import workload_policy_spec
+from components.security import (
+    container_security_context,
+    pod_security_context,
+    pull_policy,
+    scratch_env,
+    scratch_mounts,
+    scratch_volumes,
+    service_account,
 )
 from components.settings import Hardware, Settings
 
 CONTAINER_NAME = "inference"
 PORT_NAME = "http"  # Istio picks the protocol from the port name
-RUN_AS_USER = 1000
 DRIVER_VOLUME = "accelerator-driver"
 
 
@@ -73,13 +84,15 @@ def startup_probe(settings: Settings) -> dict[str, Any]:
 
 
 def container_spec(settings: Settings, hardware: Hardware) -> dict[str, Any]:
-    """The inference container: image, port, accelerator request, probes, hardened context."""
+    """The inference container: image and its pull policy, port, accelerator request, probes,
+    hardened context (read-only root), and the scratch volumes with the variables naming them."""
     hw = settings.hardware(hardware)
     res = hw.resources
     accelerators = str(hw.accelerators_per_pod)
     container: dict[str, Any] = {
         "name": CONTAINER_NAME,
         "image": hw.image,
+        "imagePullPolicy": pull_policy(hw.image),
         "ports": [{"name": PORT_NAME, "containerPort": settings.service.port}],
         "resources": {
             "requests": {
@@ -96,38 +109,40 @@ def container_spec(settings: Settings, hardware: Hardware) -> dict[str, Any]:
         "startupProbe": startup_probe(settings),
         "readinessProbe": _probe(settings, settings.probes.initial_delay_seconds),
         "livenessProbe": _probe(settings),
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "privileged": False,
-            "capabilities": {"drop": ["ALL"]},
-            "runAsNonRoot": True,
-        },
+        "securityContext": container_security_context(),
     }
+    if env := scratch_env(hw.scratch):
+        container["env"] = env
+    mounts = scratch_mounts(hw.scratch)
     if hw.driver_host_path:
-        container["volumeMounts"] = [
-            {"name": DRIVER_VOLUME, "mountPath": hw.driver_host_path, "readOnly": True}
-        ]
+        mounts.append({"name": DRIVER_VOLUME, "mountPath": hw.driver_host_path, "readOnly": True})
+    if mounts:
+        container["volumeMounts"] = mounts
     return container
 
 
 def pod_spec(settings: Settings, hardware: Hardware) -> dict[str, Any]:
-    """Pod spec pinned to the backend's pool: nodeSelector + the toleration of its taint."""
+    """Pod spec pinned to the backend's pool (nodeSelector + the toleration of its taint),
+    under its own ServiceAccount with no API token mounted, as `security.runAsUser`."""
     hw = settings.hardware(hardware)
+    security = settings.security
     spec: dict[str, Any] = {
+        "serviceAccountName": service_account_name(settings, hardware),
+        "automountServiceAccountToken": False,
         "nodeSelector": {POOL_LABEL: hw.pool.name},
         "tolerations": [pool_toleration(hw.pool.name)],
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": RUN_AS_USER,
-            "runAsGroup": RUN_AS_USER,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": pod_security_context(
+            security.run_as_user, security.run_as_group, hw.supplemental_groups
+        ),
         "containers": [container_spec(settings, hardware)],
     }
+    volumes = scratch_volumes(hw.scratch)
     if hw.driver_host_path:
-        spec["volumes"] = [
+        volumes.append(
             {"name": DRIVER_VOLUME, "hostPath": {"path": hw.driver_host_path, "type": "Directory"}}
-        ]
+        )
+    if volumes:
+        spec["volumes"] = volumes
     return spec
 
 
@@ -168,7 +183,9 @@ def direct_service_spec(settings: Settings, hardware: Hardware) -> dict[str, Any
 
 class InferenceWorkload(pulumi.ComponentResource):
     """One backend (`nvidia` or `ascend`): its Deployment, a PodDisruptionBudget allowing one
-    pod down at a time, and the direct Service `<service>-<hardware>`."""
+    pod down at a time, the direct Service `<service>-<hardware>`, the pods' ServiceAccount
+    and, unless `security.networkPolicy.enabled` is false, their NetworkPolicy (both named
+    like the Deployment)."""
 
     deployment_name: pulumi.Output[str]
     replicas: pulumi.Output[int]
@@ -189,6 +206,11 @@ class InferenceWorkload(pulumi.ComponentResource):
         def meta(object_name: str) -> dict[str, Any]:
             return {"name": object_name, "namespace": settings.namespace, "labels": labels}
 
+        account = k8s.core.v1.ServiceAccount(
+            names.child(name, names.SERVICE_ACCOUNT),
+            **service_account(service_account_name(settings, hardware), settings.namespace, labels),
+            opts=child,
+        )
         deployment_meta = meta(hw.deployment_name)
         if annotations := deployment_annotations(settings, hardware):
             deployment_meta["annotations"] = annotations
@@ -196,8 +218,15 @@ class InferenceWorkload(pulumi.ComponentResource):
             names.child(name, names.DEPLOYMENT),
             metadata=deployment_meta,
             spec=deployment_spec(settings, hardware),
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[account]),
         )
+        if settings.security.network_policy.enabled:
+            k8s.networking.v1.NetworkPolicy(
+                names.child(name, names.NETWORK_POLICY),
+                metadata=meta(hw.deployment_name),
+                spec=workload_policy_spec(settings, selector_labels(settings, hardware)),
+                opts=child,
+            )
         k8s.policy.v1.PodDisruptionBudget(
             names.child(name, names.PDB),
             metadata=meta(f"{hw.deployment_name}-pdb"),

@@ -18,6 +18,7 @@ when the same pull request raises the Ascend weight or changes a served image.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from typing import Any
 
 from pulumi_policy import (
@@ -30,6 +31,7 @@ from pulumi_policy import (
 
 from policies.common import (
     PREVIOUS_WEIGHT_SCHEMA,
+    SHARE_SCHEMAS,
     SUBSET_SCHEMAS,
     ConfigError,
     config_errors_are_violations,
@@ -38,6 +40,7 @@ from policies.common import (
     subset_name,
 )
 from policies.stack_view import StackView, container_images
+from policies.traffic_share import ascend_shares, percent
 
 APPROVAL = (
     "an owner's approval (a CODEOWNERS review on GitHub, the approval rules on GitLab; the "
@@ -71,10 +74,11 @@ def envelope_changes(config: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _served(view: StackView, config: Mapping[str, Any]) -> tuple[int | None, dict[str, Any]]:
-    """(the highest Ascend route weight in %, {hardware: first app container image})."""
-    routed = [r.weight for r in view.routes_to(subset_name(config, "ascend"))]
-    weight = max((w for w in routed if w is not None), default=None)
+def _served(view: StackView, config: Mapping[str, Any]) -> tuple[Fraction | None, dict[str, Any]]:
+    """(the largest Ascend share any route sends, in %, None without routes; {hardware: first
+    app container image}). The share is where traffic really goes (`policies.traffic_share`)."""
+    shares = ascend_shares(view, config)
+    weight = shares.most if shares.routes else None
     images = {}
     for hardware in ("nvidia", "ascend"):
         workload, _why = view.backend(subset_name(config, hardware))
@@ -111,7 +115,7 @@ def safety_envelope_unchanged_validator(
         return
     moves = []
     if weight is not None and weight > (previous or 0):
-        moves.append(f"raises the Ascend weight from {previous or 0}% to {weight}%")
+        moves.append(f"raises the Ascend weight from {previous or 0}% to {percent(weight)}")
     before = {str(k): v for k, v in mapping(config.get("previousImages")).items()}
     for hardware, image in images.items():
         if before and before.get(hardware) != image:
@@ -167,6 +171,7 @@ POLICIES = [
                 "previousWeight": PREVIOUS_WEIGHT_SCHEMA,
                 "previousImages": IMAGES_SCHEMA,
                 **SUBSET_SCHEMAS,
+                **SHARE_SCHEMAS,
             }
         ),
     )

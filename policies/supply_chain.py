@@ -1,5 +1,11 @@
-"""Supply-chain policies: pinned images from one release, and no Ascend image serving traffic
-before its precision check has passed.
+"""Supply-chain policies: pinned images from one release, images pinned by digest, and no
+Ascend image serving traffic before its precision check has passed (the base's record).
+
+`images-pinned-by-digest` is advisory by default: a release tag is a pin the pack already
+checks, but a tag can be pushed again, a digest cannot. A stack makes it mandatory with stack
+config `security.requireImageDigests: true` (`dualstack policy-config` then writes
+`enforcementLevel: mandatory` for it, taken from the base stack config). A digest may follow
+the tag (`repo:v1.2.3-npu@sha256:...`), which keeps the release check of `image-pair-consistent`.
 
 Where the verified images come from: the verification job (`dualstack verify-precision`, after
 the precision check passed) records each verified {nvidia, ascend} pair in stack config
@@ -24,21 +30,29 @@ from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
     ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
     StackValidationArgs,
     StackValidationPolicy,
 )
 
 from policies.common import (
     PREVIOUS_WEIGHT_SCHEMA,
+    SHARE_SCHEMAS,
     SUBSET_SCHEMAS,
     ConfigError,
     config_errors_are_violations,
     config_int,
     config_str,
+    containers,
+    describe,
+    kind_of,
     mapping,
+    pod_template_spec,
     subset_name,
 )
 from policies.stack_view import Item, StackView, container_images
+from policies.traffic_share import ascend_shares, percent
 
 VERIFIED_IMAGE_ANNOTATION = "dualstack.io/verified-ascend-image"
 """Annotation the program puts on the Ascend Deployment (the head's own record, informative
@@ -69,6 +83,36 @@ def pin_problem(image: Any) -> str | None:
     if tag == "latest":
         return f"uses {image}: the moving tag `latest` is not a pin; use a release tag"
     return None
+
+
+def digest_problem(image: Any) -> str | None:
+    """Why `image` is not pinned by digest, with the fix; None when it carries `@sha256:...`."""
+    if not isinstance(image, str) or not image:
+        return f"has no image ({image!r})"
+    _repository, tag, digest = parse_image(image)
+    if digest:
+        return None
+    by = f"by the tag {tag} only" if tag else "with no tag or digest"
+    return (
+        f"uses {image}, pinned {by}; pin it by digest, e.g. "
+        f"{image}@sha256:<digest> (the digest the registry reports for that tag)"
+    )
+
+
+def images_pinned_by_digest_validator(
+    args: ResourceValidationArgs, report_violation: ReportViolation
+) -> None:
+    """Every container and init container of a workload names its image by digest
+    (`@sha256:...`). Advisory unless the policy config sets `enforcementLevel: mandatory`."""
+    props = mapping(args.props)
+    spec = pod_template_spec(kind_of(args.resource_type), props)
+    if spec is None:
+        return
+    where = describe(args.resource_type, props)
+    for container in containers(spec):
+        problem = digest_problem(container.get("image"))
+        if problem:
+            report_violation(f"{where} container {container.get('name') or '?'!r} {problem}", None)
 
 
 def _tag_pattern(args: StackValidationArgs) -> re.Pattern[str]:
@@ -193,11 +237,12 @@ def precision_verified_before_promotion_validator(
     previous_image = _optional_image(config, "previousAscendImage")
     pairs = verified_pairs(config)
     view = StackView.of(args.resources)
-    ascend_subset = subset_name(config, "ascend")
-    weights = [r.weight for r in view.routes_to(ascend_subset) if r.weight is not None]
-    if not weights:
-        args.not_applicable(f"no VirtualService routes to subset {ascend_subset!r}")
-    weight = max(weights)
+    shares = ascend_shares(view, config)  # where traffic really goes, every route counted
+    if not shares.routes:
+        args.not_applicable("no VirtualService routes traffic")
+    for message, urn in shares.problems:
+        report_violation(f"cannot judge the Ascend share: {message}", urn)
+    weight = shares.most
     if weight == 0:
         return  # no Ascend traffic: never blocked
     workload, image, why = _backend_image(view, config, "ascend")
@@ -205,16 +250,16 @@ def precision_verified_before_promotion_validator(
     if decrease and image is not None and image == previous_image:
         return  # a rollback to less traffic on the deployed image: never blocked
     if previous is None or weight > previous:
-        move = f"raising the Ascend weight from {previous or 0}% to {weight}%"
+        move = f"raising the Ascend weight from {previous or 0}% to {percent(weight)}"
     elif decrease:
-        lowering = f"lowering the Ascend weight from {previous}% to {weight}%"
+        lowering = f"lowering the Ascend weight from {previous}% to {percent(weight)}"
         move = (
             f"{lowering} while replacing the deployed image {previous_image}"
             if previous_image
             else f"{lowering} with no previousAscendImage to show the image is the deployed one"
         )
     else:
-        move = f"with the Ascend weight at {weight}%"
+        move = f"with the Ascend weight at {percent(weight)}"
     if workload is None or image is None:
         report_violation(f"cannot check the Ascend image {move}: {why}", None)
         return
@@ -255,6 +300,13 @@ POLICIES = [
             }
         ),
     ),
+    ResourceValidationPolicy(
+        name="images-pinned-by-digest",
+        description="Every workload container names its image by digest (@sha256:...); "
+        "advisory unless security.requireImageDigests makes it mandatory.",
+        validate=images_pinned_by_digest_validator,
+        enforcement_level=EnforcementLevel.ADVISORY,
+    ),
     StackValidationPolicy(
         name="precision-verified-before-promotion",
         description="While Ascend serves traffic (weight > 0), the served image pair is one "
@@ -292,7 +344,7 @@ POLICIES = [
                     "description": "One more verified Ascend image (any NVIDIA image), the "
                     "older single-image record; set by hand only.",
                 },
-                "ascendSubset": SUBSET_SCHEMAS["ascendSubset"],
+                **SHARE_SCHEMAS,
             }
         ),
     ),

@@ -9,8 +9,10 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
+from dualstack.cli import COMMANDS
 from tests.conftest import REPO
 
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
@@ -33,6 +35,14 @@ def test_the_repository_keeps_every_contract() -> None:
     assert "Contracts: 5 kept, 0 broken." in done.stdout
 
 
+def test_every_verb_is_under_the_leaves_contract() -> None:
+    """A new verb added to the CLI must be added to the independence contract too."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = {c["id"]: c for c in config["tool"]["importlinter"]["contracts"]}
+    listed = contracts["verbs-are-leaves"]["modules"]
+    assert sorted(listed) == sorted(f"dualstack.commands.{verb}" for verb in COMMANDS)
+
+
 def test_a_program_module_importing_the_cli_breaks_the_contract(tmp_path: Path) -> None:
     """The same contract over a tiny tree where components/ imports dualstack/ fails."""
     shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
@@ -53,6 +63,7 @@ def test_a_program_module_importing_the_cli_breaks_the_contract(tmp_path: Path) 
         "precision_check",
         "verify_precision",
         "ci",
+        "completion",
     ):
         (commands / f"{verb}.py").write_text("")
     (tmp_path / "components" / "stack.py").write_text("import dualstack.commands.render\n")

@@ -6,7 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from dualstack.commands.arg_types import weight
 from dualstack.commands.output_paths import check_output_file
+from dualstack.commands.stacks import add_stack_argument, one_stack
 from dualstack.errors import UsageError
 from dualstack.offline.judge import HeadData, base_of_tree, judge
 from dualstack.offline.judge_client import base_judge, request, resolve_base
@@ -14,17 +16,6 @@ from dualstack.offline.policy_config import write_config
 from dualstack.pulumi_cli import read_deployed_weight
 from dualstack.repo.stack_config import find_root, load_stack_config
 from dualstack.repo.stackfile import read_config
-
-
-def weight(text: str) -> int:
-    """argparse type: a weight 0..100 in whole percent."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number 0..100") from None
-    if not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"{value} is outside 0..100")
-    return value
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -40,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "checkout of the base, the pipelines: DIR is read as data). Exit 0 written, 2 the "
         "weight or the base could not be read, or the base cannot judge (nothing written).",
     )
-    parser.add_argument("--stack", default="prod", help="stack name (default: prod)")
+    add_stack_argument(parser)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
         "--from-stack-output",
@@ -93,6 +84,7 @@ def _previous(args: argparse.Namespace, root: Path) -> tuple[int | None, str]:
 
 def run(args: argparse.Namespace) -> int:
     root = find_root(Path(args.cwd) if args.cwd else None)
+    args.stack = one_stack(root, args.stack, "policy-config")
     check_output_file(args.output, "--output")
     previous, origin = _previous(args, root)
     if args.head is not None:

@@ -5,11 +5,25 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
-from dualstack.errors import UsageError
+from dualstack.commands.machine import (
+    add_json_file_argument,
+    add_output_argument,
+    document,
+    emit,
+    wants_json,
+    write_json_file,
+)
+from dualstack.commands.output_paths import check_output_file
+from dualstack.commands.stacks import add_stack_argument, every_stack
+from dualstack.errors import EXIT_FAILED, EXIT_OK, UsageError
 from dualstack.offline.judge_client import base_judge, resolve_base
 from dualstack.repo.baseref import default_base
 from dualstack.repo.stack_config import find_root, load_stack_config
+
+# The program (pulumi, pulumi-kubernetes) and the preview are imported only once the base's
+# judge has started, so the base renders while this process loads and renders the head.
 
 
 def next_step(root: Path, stack: str, overrides: list[str]) -> int:
@@ -31,17 +45,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "own code judge it: BASE's render, facts (previous weight, step limit, capacity, "
         "verified images, ...), envelope changes and policy pack. Prints the weight move, the "
         "replica move, the safety-envelope changes, each policy's result, each object's change "
-        "and a unified diff. Exit 0 ok, 1 a mandatory policy is violated, 2 the preview could "
-        "not be built or the base cannot judge (never judged as a first deploy unless the "
-        "stack file is absent at the base).",
+        "and a unified diff. Without -s, every stack is previewed. Exit 0 ok, 1 a mandatory "
+        "policy is violated, 2 the preview could not be built or the base cannot judge (never "
+        "judged as a first deploy unless the stack file is absent at the base).",
     )
-    parser.add_argument("--stack", default="prod", help="stack name (default: prod)")
+    add_stack_argument(parser, many=True)
     parser.add_argument(
         "--base",
         default=None,
         metavar="GIT_REF",
-        help="compare with the stack config at this ref (default: merge base with the "
-        "default branch; on that branch, HEAD)",
+        help="the base that judges: its code, pack and stack config (default: merge base with "
+        "the default branch; on that branch, HEAD)",
     )
     parser.add_argument(
         "--head",
@@ -68,42 +82,63 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="preview the next ladder step: the head with ascendWeight one step up",
     )
+    add_output_argument(parser)
+    add_json_file_argument(parser)
     parser.set_defaults(func=run)
+
+
+def _previews(args: argparse.Namespace, root: Path) -> list[Any]:
+    """One preview per stack, each judged by the base's code (started before the head renders)."""
+    if args.head is not None:
+        if args.base is not None or args.set or args.next:
+            raise UsageError("--head judges the head tree as it is: no --base, --set or --next")
+        from dualstack.offline.preview import build_preview_from_base
+
+        head = find_root(args.head)
+        return [
+            build_preview_from_base(root, stack, head, args.owner_approved)
+            for stack in every_stack(root, args.stack)
+        ]
+    ref = args.base if args.base is not None else default_base(root)
+    if ref is None:
+        from dualstack.offline.preview import require_base
+
+        require_base(ref)
+    base = resolve_base(root, ref)
+    previews = []
+    for stack in every_stack(root, args.stack):
+        with base_judge(root, base, stack) as base_code:
+            from dualstack.offline.preview import judged_preview
+
+            overrides = list(args.set)
+            if args.next:
+                overrides.append(f"ascendWeight={next_step(root, stack, overrides)}")
+            previews.append(
+                judged_preview(root, stack, base, base_code, overrides, args.owner_approved)
+            )
+    return previews
 
 
 def run(args: argparse.Namespace) -> int:
     """Run `dualstack preview`; returns the exit code (errors propagate to `cli.main`)."""
     root = find_root(Path(args.cwd) if args.cwd else None)
-    if args.head is not None:
-        if args.base is not None or args.set or args.next:
-            raise UsageError("--head judges the head tree as it is: no --base, --set or --next")
-        from dualstack.offline.preview import build_preview_from_base, format_preview
+    check_output_file(args.json_file, "--json-file")
+    previews = _previews(args, root)
+    from dualstack.offline.preview import format_preview
+    from dualstack.offline.preview_data import preview_data
 
-        head = find_root(args.head)
-        preview = build_preview_from_base(root, args.stack, head, args.owner_approved)
-    else:
-        ref = args.base if args.base is not None else default_base(root)
-        if ref is None:
-            from dualstack.offline.preview import require_base
-
-            require_base(ref)
-        base = resolve_base(root, ref)
-        # The base's judge starts first, then this process imports the program and renders
-        # the head: the two renders overlap.
-        with base_judge(root, base, args.stack) as base_code:
-            from dualstack.offline.preview import format_preview, judged_preview
-
-            overrides = list(args.set)
-            if args.next:
-                overrides.append(f"ascendWeight={next_step(root, args.stack, overrides)}")
-            preview = judged_preview(
-                root, args.stack, base, base_code, overrides, args.owner_approved
-            )
-    sys.stdout.write(format_preview(preview))
-    violated = sorted({result.policy for result in preview.violations})
-    if violated:
-        print(f"policy check failed: {', '.join(violated)}", file=sys.stderr)
-        for result in preview.violations:
-            print(f"  {result.policy}: {result.message}", file=sys.stderr)
-        return 1
-    return 0
+    for index, preview in enumerate(previews):
+        if not wants_json(args):
+            sys.stdout.write(("\n" if index else "") + format_preview(preview))
+        violated = sorted({result.policy for result in preview.violations})
+        if violated:
+            where = f" (stack {preview.stack})" if len(previews) > 1 else ""
+            print(f"policy check failed{where}: {', '.join(violated)}", file=sys.stderr)
+            for result in preview.violations:
+                print(f"  {result.policy}: {result.message}", file=sys.stderr)
+    passed = all(not preview.violations for preview in previews)
+    doc = document("preview", passed=passed, stacks=[preview_data(p) for p in previews])
+    write_json_file(args, doc)
+    if wants_json(args):
+        emit(doc)
+    return EXIT_OK if passed else EXIT_FAILED

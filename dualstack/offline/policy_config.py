@@ -15,14 +15,18 @@ deployed images and the verification history all come from the BASE stack config
 own values count only where the owners approved the envelope change that brings them
 (`owner_approved`), and never for the evidence (`verifiedImages`, always the base's). On a
 first deploy (no stack file at the base) the head's values are all there is, and nothing is
-verified yet.
+verified yet. The BASE's rendered objects give `previousPodTemplates` (`template_facts`):
+which Deployments only scale, so `pool-capacity` counts no rollout surge for them; absent,
+every one surges.
 
 The file's shape is Pulumi's `--policy-pack-config` format: `{"<policy>": {"<key>": value}}`,
-each policy getting only the keys its `PolicyConfigSchema` declares.
+each policy getting only the keys its `PolicyConfigSchema` declares, plus `enforcementLevel`
+for the policies whose level a setting chooses (`ENFORCEMENT`), also the judged settings'.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -36,6 +40,17 @@ from policies import POLICIES
 NOT_FROM_SETTINGS = frozenset({"verifiedAscendImage"})
 """Schema keys `pack_config` leaves out on purpose: policy config `verifiedAscendImage` adds one
 verified Ascend image by hand; the judge writes the base's record as `verifiedImages`."""
+
+
+ENFORCEMENT = {
+    "images-pinned-by-digest": lambda settings: (
+        "mandatory" if settings.security.require_image_digests else "advisory"
+    ),
+}
+"""Per policy, its enforcement level as the stack's settings choose it
+(`security.requireImageDigests`). Taken from the judged settings (the BASE's unless the
+owners approved), so a change cannot relax the rule it is judged by; a change that turns it on
+applies from the next change on."""
 
 
 def settings_facts(
@@ -61,6 +76,7 @@ def settings_facts(
         "tagPattern": settings.policy.release_tag_pattern,
         "nvidiaSubset": HARDWARE[0],
         "ascendSubset": HARDWARE[1],
+        "ascendResource": settings.ascend.accelerator_resource,
         "totalWeight": TOTAL_WEIGHT,
         "totalReplicas": settings.capacity.total_replicas,
         "ascendCapacityRatio": settings.capacity.ascend_capacity_ratio,
@@ -83,18 +99,57 @@ def settings_facts(
     return {key: value for key, value in facts.items() if value is not None}
 
 
-def base_render_facts(objects: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Policy config drawn from the BASE's rendered objects, by key (the hook for facts such
-    as the previous pod templates); none so far."""
-    del objects
-    return {}
+def _canonical(value: Any) -> Any:
+    """`value` as plain JSON data: mappings -> dicts, sequences -> lists, whole floats -> ints
+    (the pack sees engine floats, `replicas: 4.0`; the render gives ints)."""
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, int | float):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, Sequence):
+        return [_canonical(v) for v in value]
+    return value
+
+
+def template_hash(template: Any) -> str:
+    """sha256 hex digest of the canonical JSON (sorted keys, separators `,` `:`, whole numbers
+    as ints) of a pod template. The pack computes the same (`policies.pod_counts.
+    template_hash`, duplicated there because the pack imports nothing of the project; a test
+    keeps both equal)."""
+    text = json.dumps(_canonical(template), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def template_facts(objects: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Policy config `previousPodTemplates` from rendered objects (the BASE's): {Deployment
+    metadata.name: `template_hash` of its spec.template}.
+
+    A name held by two Deployments (other namespaces) is left out: its template is unknown,
+    so `pool-capacity` counts its surge (fail closed).
+    """
+    digests: dict[str, str] = {}
+    seen: set[str] = set()
+    for obj in objects:
+        name = (obj.get("metadata") or {}).get("name")
+        if obj.get("kind") != "Deployment" or not name:
+            continue
+        if name in seen:
+            digests.pop(name, None)
+            continue
+        seen.add(name)
+        digests[name] = template_hash((obj.get("spec") or {}).get("template"))
+    return digests
 
 
 def pack_config(
     settings: Settings,
     previous_weight: int | None,
     base: Settings | None = None,
-    base_objects: Sequence[Mapping[str, Any]] | None = None,
+    base_objects: Iterable[Mapping[str, Any]] | None = None,
     envelope: Iterable[EnvelopeChange] | None = None,
     owner_approved: bool = False,
 ) -> dict[str, dict[str, Any]]:
@@ -102,9 +157,10 @@ def pack_config(
 
     `settings` is the head (the change judged); `previous_weight` the deployed Ascend weight in
     % (None on a first deploy, when only 0 or the first ladder step may be deployed); `base`
-    the BASE stack's settings (None on a first deploy), whose facts are the judged ones unless
-    `owner_approved`; `base_objects` the base's rendered objects (facts drawn from the base
-    render); `envelope` the changes of the safety envelope (None: not computed, so policy
+    the BASE stack's settings (None on a first deploy), whose facts (and the levels in
+    `ENFORCEMENT`) are the judged ones unless `owner_approved`; `base_objects` the BASE's
+    rendered objects (None: unknown), which give `previousPodTemplates` (`template_facts`);
+    `envelope` the changes of the safety envelope (None: not computed, so policy
     `safety-envelope-unchanged` fails closed); `owner_approved` whether the code host reports
     the owners' approval.
     """
@@ -114,11 +170,13 @@ def pack_config(
         facts["envelopeChanges"] = [change.as_fact() for change in envelope]
     facts["ownerApproved"] = owner_approved
     if base_objects is not None:
-        facts.update(base_render_facts(base_objects))
+        facts["previousPodTemplates"] = template_facts(base_objects)
     config: dict[str, dict[str, Any]] = {}
     for policy in POLICIES:
         keys = policy.config_schema.properties if policy.config_schema else {}
         values = {key: facts[key] for key in keys if key in facts}
+        if level := ENFORCEMENT.get(policy.name):
+            values["enforcementLevel"] = level(judged)
         if values:
             config[policy.name] = values
     return config

@@ -79,9 +79,15 @@ class Preview:
 
 
 def check_policies(
-    side: Side, previous_weight: int | None, stack: str, base: Settings
+    side: Side,
+    previous_weight: int | None,
+    stack: str,
+    base: Settings,
+    base_objects: list[dict[str, Any]] | None = None,
 ) -> list[PolicyResult]:
-    """The running code's pack over `side` with `base`'s facts and an empty envelope.
+    """The running code's pack over `side` with `base`'s facts (and its rendered objects: the
+    deployed pod templates, so `pool-capacity` counts no surge for a Deployment that only
+    scales; None: unknown, every one surges) and an empty envelope.
 
     Only for comparing two configs that differ in nothing but the weight, under one code
     (`dualstack rollback`: does lowering the weight itself break a policy?). A change under
@@ -90,7 +96,7 @@ def check_policies(
     from dualstack.offline.policy_config import pack_config
     from dualstack.offline.policy_run import run_policies
 
-    config = pack_config(side.settings, previous_weight, base, envelope=())
+    config = pack_config(side.settings, previous_weight, base, base_objects, envelope=())
     return run_policies(side.objects, config, stack)
 
 

@@ -2,6 +2,8 @@
 
 - Core Kubernetes kinds: `kubernetes-validate` in strict mode (the official OpenAPI schemas;
   strict rejects misspelt fields).
+- what the API server checks beyond the schemas (names by kind, labels, quantities, int32
+  ranges, requests <= limits, host paths, hosts): `components.api_rules`;
 - Istio and prometheus-operator CRDs: the official CRD JSON schemas vendored in
   `dualstack/offline/crd_schemas/` (datreeio/CRDs-catalog; provenance in its README), checked with
   jsonschema's Draft7Validator after the same `nullable` / preserve-unknown-fields adaptation
@@ -19,6 +21,8 @@ from typing import Any
 
 from jsonschema import Draft7Validator
 from jsonschema.exceptions import best_match
+
+from components import api_rules
 
 CRD_SCHEMAS = Path(__file__).with_name("crd_schemas")
 KUBERNETES_VERSION = "1.32"
@@ -83,6 +87,15 @@ def _kubernetes_validate() -> Any:
     return kubernetes_validate
 
 
+def _unsupported(k8s_version: str) -> str:
+    from importlib.metadata import version
+
+    return (
+        f"kubernetes-validate {version('kubernetes-validate')} has no schemas for Kubernetes "
+        f"{k8s_version}: install kubernetes-validate>=1.32 (`make venv` installs the locked one)"
+    )
+
+
 def object_errors(obj: Mapping[str, Any], k8s_version: str = KUBERNETES_VERSION) -> list[str]:
     """Schema errors of one object as `path: message` strings; [] when it is valid."""
     if is_core(obj):
@@ -92,6 +105,8 @@ def object_errors(obj: Mapping[str, Any], k8s_version: str = KUBERNETES_VERSION)
         except kubernetes_validate.ValidationError as exc:
             path = ".".join(str(p) for p in exc.path) or "(root)"
             return [f"{path}: {exc.message}"]
+        except kubernetes_validate.utils.VersionNotSupportedError:
+            raise SchemaError(_unsupported(k8s_version)) from None
         return []
     validator = crd_validator(obj.get("apiVersion", ""), obj.get("kind", ""))
     if validator is None:
@@ -106,10 +121,14 @@ def object_errors(obj: Mapping[str, Any], k8s_version: str = KUBERNETES_VERSION)
 def validate_objects(
     objects: Iterable[Mapping[str, Any]], k8s_version: str = KUBERNETES_VERSION
 ) -> None:
-    """Check every object; raises SchemaError listing `Kind/name: path: message` lines."""
+    """Check every object against its schema and, when the schema passes, against what the
+    API server checks beyond it (`components.api_rules`: names by kind, labels, quantities,
+    int32 ranges, requests <= limits, host paths, hosts). Raises SchemaError listing
+    `Kind/name: path: message` lines."""
     problems = []
     for obj in objects:
         name = f"{obj.get('kind')}/{obj.get('metadata', {}).get('name')}"
-        problems += [f"{name}: {error}" for error in object_errors(obj, k8s_version)]
+        errors = object_errors(obj, k8s_version) or api_rules.object_errors(obj)
+        problems += [f"{name}: {error}" for error in errors]
     if problems:
         raise SchemaError("\n".join(problems))

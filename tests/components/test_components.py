@@ -62,12 +62,18 @@ def test_deployments_are_pinned_to_their_pool(render_objects) -> None:
 def test_only_ascend_mounts_the_driver_read_only(render_objects) -> None:
     objects = render_objects(cfg(ascendWeight="5"))
     green = find(objects, "Deployment", "inference-green")["spec"]["template"]["spec"]
-    assert green["containers"][0]["volumeMounts"] == [
-        {"mountPath": "/usr/local/Ascend/driver", "name": "accelerator-driver", "readOnly": True}
+    driver = {"mountPath": "/usr/local/Ascend/driver", "name": "accelerator-driver"}
+    assert {**driver, "readOnly": True} in green["containers"][0]["volumeMounts"]
+    host_paths = [v for v in green["volumes"] if "hostPath" in v]
+    assert host_paths == [
+        {
+            "name": "accelerator-driver",
+            "hostPath": {"path": "/usr/local/Ascend/driver", "type": "Directory"},
+        }
     ]
-    assert green["volumes"][0]["hostPath"]["path"] == "/usr/local/Ascend/driver"
     blue = find(objects, "Deployment", "inference-blue")["spec"]["template"]["spec"]
-    assert "volumes" not in blue and "volumeMounts" not in blue["containers"][0]
+    assert [v for v in blue["volumes"] if "hostPath" in v] == []
+    assert all("readOnly" not in m for m in blue["containers"][0]["volumeMounts"])
 
 
 def test_pod_labels_follow_the_article(render_objects) -> None:

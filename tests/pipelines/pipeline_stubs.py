@@ -1,14 +1,14 @@
-"""Stand-ins for `pulumi`, `gh`, `curl`, `make` and `dualstack gate` (which needs a
-Prometheus), for running the pipelines' shell steps (tests/pipeline_harness.py) in a throwaway
-GitOps repo.
+"""Stand-ins for `pulumi`, `gh`, `curl` and `make`, for running the pipelines' shell steps
+(tests/pipeline_harness.py) in a throwaway GitOps repo.
 
 Every stub appends its argv as one JSON line to `$STUB_LOG`; `dualstack` logs too, then runs
-the real `preview`, `policy-config`, `rollback` and `ci` commands. `make -C base-checkout
-venv` installs the BASE's `dualstack` as `base-checkout/.venv/bin/dualstack`, which logs as
-`judge` (with the commit its checkout is at) and runs the real CLI with the checkout first on
-PYTHONPATH. Behaviour is steered by environment variables:
+the real command (`preview`, `policy-config`, `rollback`, `verify-precision`, `ci`, and `gate`
+against the real Prometheus the test passes as the pipeline's PROMETHEUS_URL). `make -C
+base-checkout venv` installs the BASE's `dualstack` as `base-checkout/.venv/bin/dualstack`,
+which logs as `judge` (with the commit its checkout is at) and runs the real CLI with the
+checkout first on PYTHONPATH. Behaviour is steered by environment variables:
 - `DEPLOYED_<stack>`: the deployed ascendWeight (`pulumi stack output`); unset = first deploy.
-- `PULUMI_PREVIEW_RC_<stack>`, `UP_RC_<stack>`, `GATE_RC`: exit codes.
+- `PULUMI_PREVIEW_RC_<stack>`, `UP_RC_<stack>`: exit codes.
 - `REVIEW_DECISION`: what `gh pr view --json reviewDecision` answers (e.g. APPROVED);
   `MERGED_PR`: the pull request `gh api .../commits/SHA/pulls` names.
 """
@@ -21,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import REPO, STACK_FILES, copy_code, git
+from tests.conftest import REPO, copy_code, copy_stack_files, git
 
 COMMON = f"""#!{sys.executable}
 import json, os, pathlib, re, sys
@@ -36,16 +36,11 @@ def rc(name):
 """
 
 DUALSTACK = """
-REAL = ("preview", "policy-config", "rollback", "verify-precision")
+REAL = ("preview", "policy-config", "rollback", "gate", "verify-precision")
 if argv[:1] != ["ci"]:
     log("dualstack")
 if argv and (argv[0] == "ci" or argv[0] in REAL):
     os.execv(sys.executable, [sys.executable, "-m", "dualstack", *argv])
-if argv[0] == "gate":
-    table = "| criterion | result |\\n|---|---|\\n| p99 | PASS |\\n"
-    pathlib.Path(opt("--markdown")).write_text(table)
-    print("gate: PASS" if not rc("GATE_RC") else "gate: FAIL")
-    sys.exit(rc("GATE_RC"))
 sys.exit(f"stub dualstack: unexpected {argv}")
 """
 
@@ -130,8 +125,9 @@ def calls(log: Path, tools: tuple[str, ...] = ("judge", "dualstack", "pulumi")) 
 
 
 def make_gitops(tmp: Path, with_code: bool = False) -> tuple[Path, Path]:
-    """A bare `origin` and a clone holding the stack files and `.ci/record` on main (and this
-    tree's code with `with_code`, so the base checkout runs it and a head can edit it).
+    """A bare `origin` and a clone holding the fixture stack files and `.ci/record` on main
+    (and this tree's code with `with_code`, so the base checkout runs it and a head can edit
+    it).
 
     Returns (clone, origin). The clone's `origin/main` is the pushed main.
     """
@@ -139,8 +135,7 @@ def make_gitops(tmp: Path, with_code: bool = False) -> tuple[Path, Path]:
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True)
     clone = tmp / "gitops"
     clone.mkdir()
-    for name in STACK_FILES:
-        shutil.copy(REPO / name, clone / name)
+    copy_stack_files(clone)
     (clone / ".ci").mkdir()
     shutil.copy(REPO / ".ci" / "record", clone / ".ci" / "record")
     (clone / ".gitignore").write_text(

@@ -4,22 +4,34 @@ real `dualstack preview`, `policy-config` and `rollback` (policies included).
 GitHub jobs and GitLab jobs get the same scenarios and must make the same calls: the offline
 preview always; with credentials the deployed weight, the policy-pack config and `pulumi
 preview --policy-pack`; with a Prometheus URL the gate; on the default branch `pulumi up`
-per changed stack in deploy order; the emergency rollback's targeted `up`. Every judging call
-(changed stacks, preview, policy config, the pack, the report) runs from `base-checkout`, a
-checkout of the BASE (the target branch; on deploy the previous commit), with the head's tree
-passed as data (`--head`).
+per changed stack in deploy order. The emergency rollback's runs: test_emergency_rollback.py.
+Every judging call (changed stacks, preview, policy config, the pack, the recorder, the
+report) runs from `base-checkout`, a checkout of the BASE (the target branch; on deploy the
+previous commit), with the head's tree passed as data (`--head`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
+import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import git
+from components.monitoring.metric_names import (
+    ASCEND_WEIGHT,
+    ERROR_RATIO,
+    LATENCY_P99,
+    REQUEST_RATE,
+)
+from components.settings import load_settings
+from policies import POLICIES
+from tests.conftest import fixture_config, git
 from tests.pipelines.pipeline_harness import (
     GITLAB_CI,
     WORKFLOWS,
@@ -32,6 +44,7 @@ from tests.pipelines.pipeline_harness import (
     run_gitlab_job,
 )
 from tests.pipelines.pipeline_stubs import calls, install_stubs, make_gitops, set_weight
+from tests.support.prometheus_server import Series, constant, prometheus_over
 
 PARENT = "urn:pulumi:prod::dualstack-inference::dualstack:index:DualStackInference"
 VS_URN = (
@@ -46,8 +59,51 @@ RULE_URN = (
     f"{PARENT}$dualstack:index:UnifiedMonitoring"
     "$kubernetes:monitoring.coreos.com/v1:PrometheusRule::inference-monitoring-rules"
 )
-PROMETHEUS = "http://127.0.0.1:9/"  # never contacted: `dualstack gate` is a stub here
 TOKEN = "pul-test-token"
+HEALTHY = {
+    "nvidia": {"rate": 8.0, "errors": 0.002, "p99": 0.8},
+    "ascend": {"rate": 2.0, "errors": 0.004, "p99": 1.0},
+}
+ERRORS_10X = {
+    "nvidia": {"rate": 8.0, "errors": 0.005, "p99": 0.8},
+    "ascend": {"rate": 2.0, "errors": 0.05, "p99": 1.0},
+}
+
+
+def live_history(sides: dict[str, dict[str, float]]) -> list[Series]:
+    """The prod stack's recorded series from two hours ago until an hour from now.
+
+    The pipelines run `dualstack gate` without `--at`, so it judges the 30 minutes ending at
+    the moment it runs: the backfilled history has to cover the present. The route weight
+    recorded is the deployed 5% (main's prod), the data the gate must say it was taken at.
+    """
+    namespace = load_settings(fixture_config("prod")).namespace  # the gitops copy holds it
+    start = math.floor(time.time() / 60) * 60 - 2 * 3600
+    end = start + 3 * 3600
+    metrics = {"rate": REQUEST_RATE, "errors": ERROR_RATIO, "p99": LATENCY_P99}
+    series = [
+        Series(metric, {"hardware": hw, "namespace": namespace}, constant(v[key], start, end))
+        for hw, v in sides.items()
+        for key, metric in metrics.items()
+    ]
+    series.append(Series(ASCEND_WEIGHT, {"namespace": namespace}, constant(0.05, start, end)))
+    return series
+
+
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory) -> str:
+    """A real Prometheus where Ascend is healthy at 5% beside NVIDIA."""
+    with prometheus_over(live_history(HEALTHY), tmp_path_factory.mktemp("healthy")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def failing_prometheus(tmp_path_factory) -> str:
+    """A real Prometheus where Ascend throws 10x NVIDIA's 5xx ratio."""
+    with prometheus_over(live_history(ERRORS_10X), tmp_path_factory.mktemp("errors")) as url:
+        yield url
+
+
 PACK = ["--policy-pack", "base-checkout/policies"]
 
 
@@ -140,15 +196,26 @@ PLATFORMS = ["github", "gitlab"]
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
-def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict) -> None:
+def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict, prometheus) -> None:
     base = git(gitops["repo"], "rev-parse", "main").strip()
     pr_branch(gitops["repo"], prod=20)
-    passed, report, _ = run_pr(platform, gitops, TOKEN, PROMETHEUS, DEPLOYED_prod="5")
+    passed, report, _ = run_pr(platform, gitops, TOKEN, prometheus, DEPLOYED_prod="5")
     assert passed
     cfg = "reports/prod/policy-config.json"
     head = str(gitops["repo"])
+    preview_json = ["--json-file", "reports/prod/offline-preview.json"]
     assert judged(gitops["log"]) == [
-        ["judge", "-C", "base-checkout", "preview", "--stack", "prod", "--head", head],
+        [
+            "judge",
+            "-C",
+            "base-checkout",
+            "preview",
+            "--stack",
+            "prod",
+            "--head",
+            head,
+            *preview_json,
+        ],
         ["pulumi", "stack", "output", "ascendWeight", "--stack", "prod"],
         [
             "judge",
@@ -171,20 +238,16 @@ def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict) -> No
             "--stack",
             "prod",
             "--prometheus",
-            PROMETHEUS,
+            prometheus,
             "--markdown",
             "reports/prod/gate.md",
+            "--json-file",
+            "reports/prod/gate.json",
         ],
     ]
     assert judge_commits(gitops["log"]) == {base}  # every judge ran from the base
-    assert calls(gitops["log"])[-1][:7] == [
-        "judge",
-        "ci",
-        "report",
-        "--dir",
-        "reports",
-        "--stacks",
-        "prod",
+    assert ["judge", "ci", "report", "--dir", "reports", "--stacks", "prod"] in [
+        argv[:7] for argv in calls(gitops["log"])
     ]
     pack_config = json.loads((gitops["repo"] / cfg).read_text())
     assert pack_config["no-unsafe-weight-jump"]["previousWeight"] == 5
@@ -192,7 +255,24 @@ def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict) -> No
     assert "✅ passed" in report
     assert "| `prod` | ✅ pass | ✅ pass | ✅ pass | ✅ pass |" in report
     assert "Ascend weight: 5% -> 20%" in report
-    assert "| p99 | PASS |" in report
+    # The real gate's verdicts over the real Prometheus, at the moment the job ran: 2 req/s
+    # (NVIDIA 8) x 60 s per whole minute in the 29-minute count range, both ends included
+    # (29 minutes off the minute, 30 exactly on it).
+    assert "### Promotion gate: PASSED" in report
+    assert re.search(r"\| Requests in window \| PASS \| 3,(480|600) \| 1(3,920|4,400) \|", report)
+    assert "| 5xx error ratio | PASS | 0.40% | 0.20% |" in report
+    assert "| p99 latency | PASS | 1.000 s | 0.800 s |" in report
+    assert "| Precision check | PASS |" in report
+    assert "data taken at 5% Ascend; the stack file says 20%" in report
+    junit = ET.parse(gitops["repo"] / "junit.xml").getroot()
+    suites = {s.get("name"): s for s in junit.findall("testsuite")}
+    assert list(suites) == ["prod: checks", "prod: policies", "prod: gate"]
+    assert junit.get("failures") == "0" and junit.get("errors") == "0"
+    policies = [c.get("name") for c in suites["prod: policies"].findall("testcase")]
+    assert {name.split(" [")[0] for name in policies} == {p.name for p in POLICIES}
+    assert "no-unsafe-weight-jump [mandatory]" in policies
+    gate_cases = [c.get("name") for c in suites["prod: gate"].findall("testcase")]
+    assert any(name.endswith(": p99 latency") for name in gate_cases), gate_cases
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
@@ -201,9 +281,10 @@ def test_pr_without_credentials_previews_offline_only(platform: str, gitops: dic
     passed, report, _ = run_pr(platform, gitops)
     assert passed, report
     head = str(gitops["repo"])
+    preview = ["judge", "-C", "base-checkout", "preview", "--stack"]
     assert judged(gitops["log"]) == [
-        ["judge", "-C", "base-checkout", "preview", "--stack", "staging", "--head", head],
-        ["judge", "-C", "base-checkout", "preview", "--stack", "prod", "--head", head],
+        [*preview, stack, "--head", head, "--json-file", f"reports/{stack}/offline-preview.json"]
+        for stack in ("staging", "prod")
     ]
     assert calls(gitops["log"], ("curl",)) == []  # no CLI download without credentials
     assert "| `staging` | ✅ pass | ⏭️ skipped | ⏭️ skipped | ⏭️ skipped |" in report
@@ -256,11 +337,16 @@ def test_first_deploy_has_no_previous_weight(platform: str, gitops: dict) -> Non
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
-def test_failed_gate_is_reported_not_blocking(platform: str, gitops: dict) -> None:
+def test_failed_gate_is_reported_not_blocking(
+    platform: str, gitops: dict, failing_prometheus
+) -> None:
     pr_branch(gitops["repo"], prod=20)
-    passed, report, _ = run_pr(platform, gitops, prometheus=PROMETHEUS, GATE_RC="1")
+    passed, report, _ = run_pr(platform, gitops, prometheus=failing_prometheus)
     assert passed
     assert "⚠️ failed (exit 1), advisory" in report
+    assert "### Promotion gate: FAILED" in report
+    assert "| 5xx error ratio | FAIL | 5.00% | 0.50% |" in report
+    assert "Ascend's 5xx ratio exceeds NVIDIA's by 4.50 pp" in report
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
@@ -479,93 +565,3 @@ def test_up_without_credentials_skips_cleanly(platform: str, gitops: dict) -> No
     expected = [("prod", True)] if platform == "github" else [("staging", True), ("prod", True)]
     assert results == expected
     assert calls(gitops["log"], ("dualstack", "pulumi", "curl")) == []
-
-
-# ------------------------------------------------------------------ emergency rollback
-
-
-def test_github_emergency_rollback_applies_then_opens_the_pr(gitops: dict) -> None:
-    repo = gitops["repo"]
-    workflow = load_yaml(WORKFLOWS / "emergency-rollback.yml")
-    contexts = {
-        "github": {
-            "ref": "refs/heads/main",
-            "token": "ghs-test",
-            "event": {"repository": {"default_branch": "main"}},
-        },
-        "inputs": {"stack": "prod", "to": "", "reason": "p99 doubled on Ascend"},
-        "secrets": {"PULUMI_ACCESS_TOKEN": TOKEN},
-    }
-    env = {**gitops["env"], "GITHUB_RUN_ID": "4242"}
-    runs, _ = run_github_job(workflow, "rollback", contexts, repo, env)
-    assert all(run.rc == 0 for run in runs if run.ran), [r for r in runs if r.rc]
-    log = [
-        argv
-        for argv in calls(gitops["log"], ("dualstack", "pulumi", "gh"))
-        if argv[:2] != ["pulumi", "config"]
-    ]  # rollback tries `pulumi config set` first
-    assert log[0] == ["dualstack", "rollback", "--stack", "prod"]
-    assert log[1] == [
-        "pulumi",
-        "up",
-        "--yes",
-        "--stack",
-        "prod",
-        "--target",
-        VS_URN,
-        "--target",
-        RULE_URN,
-        "--target-dependents",
-    ]
-    assert log[2][:3] == ["gh", "pr", "create"]
-    pushed = git(gitops["origin"], "show", "rollback/prod-4242:Pulumi.prod.yaml")
-    assert 'ascendWeight: "0"' in pushed
-    message = git(gitops["origin"], "log", "-1", "--format=%s", "rollback/prod-4242")
-    assert message.strip() == "Emergency rollback of prod: p99 doubled on Ascend"
-
-
-def test_github_emergency_rollback_only_from_the_default_branch() -> None:
-    job = load_yaml(WORKFLOWS / "emergency-rollback.yml")["jobs"]["rollback"]
-    feature = {
-        "github": {"ref": "refs/heads/x", "event": {"repository": {"default_branch": "main"}}}
-    }
-    assert not github_if(job["if"], feature, False)
-
-
-def test_gitlab_emergency_rollback_without_git_token_fails_loudly(gitops: dict) -> None:
-    """Leaving 100 %: NVIDIA's Deployment is targeted before the VirtualService. The cluster
-    is rolled back; not recording it in git must fail the job, not pass."""
-    set_weight(gitops["repo"], "prod", 100)
-    config = load_yaml(GITLAB_CI)
-    ci = {
-        "CI_PIPELINE_SOURCE": "web",
-        "CI_COMMIT_BRANCH": "main",
-        "CI_DEFAULT_BRANCH": "main",
-        "CI_PROJECT_DIR": str(gitops["repo"]),
-        "PULUMI_ACCESS_TOKEN": TOKEN,
-        "ROLLBACK_TO": "80",
-    }
-    job = gitlab_job(config, "rollback:prod")
-    assert gitlab_rule(job, gitlab_variables(config, job, ci)) == "manual"
-    done = run_gitlab_job(config, "rollback:prod", ci, gitops["repo"], gitops["env"])
-    assert done.returncode == 1
-    assert "NOT in git" in done.stdout
-    assert '+  dualstack-inference:ascendWeight: "80"' in done.stdout  # the diff to commit
-    log = [argv for argv in calls(gitops["log"]) if argv[:2] != ["pulumi", "config"]]
-    assert log == [
-        ["dualstack", "rollback", "--stack", "prod", "--to", "80"],
-        [
-            "pulumi",
-            "up",
-            "--yes",
-            "--stack",
-            "prod",
-            "--target",
-            NVIDIA_DEPLOYMENT_URN,
-            "--target",
-            VS_URN,
-            "--target",
-            RULE_URN,
-            "--target-dependents",
-        ],
-    ]

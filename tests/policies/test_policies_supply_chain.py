@@ -1,18 +1,23 @@
-"""image-pair-consistent and precision-verified-before-promotion over hand-built stacks."""
+"""image-pair-consistent, images-pinned-by-digest and precision-verified-before-promotion over
+hand-built stacks."""
 
 from __future__ import annotations
 
 import pytest
 
+from dualstack.offline.policy_run import run_policies
 from policies.supply_chain import parse_image, pin_problem
 from tests.support.policy_objects import (
     ASCEND_IMAGE,
     NOT_APPLICABLE,
     NVIDIA_IMAGE,
     VERIFIED,
+    deployment,
     find,
     good_stack,
+    resource_violations,
     stack_violations,
+    virtual_service,
 )
 
 NEW_ASCEND = "registry/inference-service:v1.2.4-npu"
@@ -269,9 +274,71 @@ class TestPrecisionVerifiedBeforePromotion:
     def test_missing_ascend_backend_fails_closed(self):
         stack = good_stack(20)
         find(stack, "DestinationRule")["spec"]["subsets"][1]["labels"] = {"hardware": "npu"}
-        [message] = precision(stack, {"previousWeight": 5})
-        assert "cannot check the Ascend image" in message
+        share, image = precision(stack, {"previousWeight": 5})
+        assert share.startswith("cannot judge the Ascend share: VirtualService")
+        assert "subset 'ascend'" in share and "selects no pod" in share
+        assert image.startswith("cannot check the Ascend image raising the Ascend weight")
 
     def test_no_split_is_not_applicable(self):
         stack = [o for o in good_stack(20) if o["kind"] != "VirtualService"]
         assert precision(stack, {"previousWeight": 5}) == NOT_APPLICABLE
+
+
+# images-pinned-by-digest -------------------------------------------------------------------
+
+DIGEST = "sha256:" + "ab" * 32
+
+
+def digest_findings(obj, config=None):
+    return resource_violations("images-pinned-by-digest", [obj], config)
+
+
+def test_digest_pinned_images_pass():
+    assert digest_findings(deployment("ascend", 1, f"{ASCEND_IMAGE}@{DIGEST}")) == []
+    assert digest_findings(deployment("nvidia", 4, f"registry/inference-service@{DIGEST}")) == []
+
+
+def test_a_tag_is_reported_with_the_digest_form_to_use():
+    [message] = digest_findings(deployment("ascend", 1, ASCEND_IMAGE))
+    assert message == (
+        "Deployment inference/inference-green container 'inference' uses "
+        "registry/inference-service:v1.2.3-npu, pinned by the tag v1.2.3-npu only; pin it by "
+        "digest, e.g. registry/inference-service:v1.2.3-npu@sha256:<digest> (the digest the "
+        "registry reports for that tag)"
+    )
+
+
+def test_init_containers_and_missing_images_are_reported():
+    obj = deployment("nvidia", 4, f"{NVIDIA_IMAGE}@{DIGEST}")
+    spec = obj["spec"]["template"]["spec"]
+    spec["initContainers"] = [{"name": "fetch", "image": "busybox"}]
+    spec["containers"].append({"name": "sidecar"})
+    found = digest_findings(obj)
+    assert found == [
+        "Deployment inference/inference-blue container 'fetch' uses busybox, pinned with no tag "
+        "or digest; pin it by digest, e.g. busybox@sha256:<digest> (the digest the registry "
+        "reports for that tag)",
+        "Deployment inference/inference-blue container 'sidecar' has no image (None)",
+    ]
+
+
+def test_objects_without_pods_are_not_judged():
+    assert digest_findings(virtual_service(20)) == []
+    assert digest_findings({"kind": "Deployment", "metadata": {"name": "x"}}) == []
+
+
+def test_digest_pinning_is_advisory_unless_configured_mandatory():
+    """The pack's default level is advisory; `enforcementLevel: mandatory` in the policy
+    config (written by `dualstack policy-config` for security.requireImageDigests) blocks."""
+    stack = good_stack(20)
+    [advisory_level] = {
+        r.outcome for r in run_policies(stack, {}) if r.policy == "images-pinned-by-digest"
+    }
+    assert advisory_level == "advisory"
+    mandatory = {"images-pinned-by-digest": {"enforcementLevel": "mandatory"}}
+    results = [r for r in run_policies(stack, mandatory) if r.policy == "images-pinned-by-digest"]
+    assert {r.outcome for r in results} == {"violation"}
+    assert sorted(r.resource for r in results) == [
+        "Deployment inference/inference-blue",
+        "Deployment inference/inference-green",
+    ]

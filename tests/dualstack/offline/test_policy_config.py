@@ -14,7 +14,7 @@ from components.naming import VERIFIED_IMAGE_ANNOTATION
 from components.settings import SettingsError, load_settings
 from components.traffic import route_weights
 from dualstack.cli import main
-from dualstack.offline.policy_config import NOT_FROM_SETTINGS, pack_config
+from dualstack.offline.policy_config import ENFORCEMENT, NOT_FROM_SETTINGS, pack_config
 from dualstack.pulumi_cli import StackOutputError, parse_weight, read_deployed_weight
 from policies import POLICIES
 from policies.supply_chain import VERIFIED_IMAGE_ANNOTATION as PACK_ANNOTATION
@@ -25,10 +25,12 @@ DEFAULTS = load_settings(cfg(ascendWeight="5"))
 
 def test_each_policy_gets_exactly_its_schema_keys():
     settings = load_settings(cfg(ascendWeight="5", policy={"maxStep": 20}))
-    config = pack_config(settings, 5, base=settings, envelope=())
+    config = pack_config(settings, 5, base=settings, base_objects=[], envelope=())
     for policy in POLICIES:
         declared = set(policy.config_schema.properties) if policy.config_schema else set()
         expected = declared - NOT_FROM_SETTINGS
+        if policy.name in ENFORCEMENT:
+            expected.add("enforcementLevel")
         assert set(config.get(policy.name, {})) == expected, policy.name
     assert config["no-unsafe-weight-jump"]["previousWeight"] == 5
 
@@ -46,6 +48,19 @@ def test_pack_defaults_equal_the_settings_defaults():
                 compared += 1
     assert compared >= 10
     assert PACK_ANNOTATION == VERIFIED_IMAGE_ANNOTATION
+
+
+def test_digest_pinning_is_advisory_unless_the_base_requires_it():
+    """security.requireImageDigests makes images-pinned-by-digest mandatory; in a pull request
+    the base decides, so a change cannot switch the rule off for itself."""
+    required = load_settings(cfg(ascendWeight="5", security={"requireImageDigests": True}))
+    level = "enforcementLevel"
+    assert pack_config(DEFAULTS, 5)["images-pinned-by-digest"] == {level: "advisory"}
+    assert pack_config(required, 5)["images-pinned-by-digest"] == {level: "mandatory"}
+    assert pack_config(DEFAULTS, 5, base=required)["images-pinned-by-digest"][level] == (
+        "mandatory"
+    )
+    assert pack_config(required, 5, base=DEFAULTS)["images-pinned-by-digest"][level] == ("advisory")
 
 
 def test_route_weights_config_comes_from_the_program():
@@ -203,6 +218,8 @@ def test_command_writes_the_file_from_stack_output(fake_pulumi, git_repo, tmp_pa
             "policy-config",
             "--stack",
             "prod",
+            "--stack",
+            "prod",
             "--from-stack-output",
             "--base",
             "main",
@@ -227,6 +244,8 @@ def test_command_fails_with_exit_2_and_writes_nothing(fake_pulumi, git_repo, tmp
             "policy-config",
             "--stack",
             "prod",
+            "--stack",
+            "prod",
             "--from-stack-output",
             "--base",
             "main",
@@ -242,7 +261,7 @@ def test_command_fails_with_exit_2_and_writes_nothing(fake_pulumi, git_repo, tmp
 
 
 def test_command_by_hand_and_first_deploy(git_repo, capsys):
-    args = ["-C", str(git_repo), "policy-config", "--base", "main"]
+    args = ["-C", str(git_repo), "policy-config", "--stack", "prod", "--base", "main"]
     assert main([*args, "--previous-weight", "50"]) == 0
     assert json.loads(capsys.readouterr().out)["no-unsafe-weight-jump"]["previousWeight"] == 50
     assert main([*args, "--first-deploy"]) == 0
@@ -261,13 +280,24 @@ def test_command_takes_the_step_limit_and_image_from_base(git_repo, tmp_path, ca
         encoding="utf-8",
     )
     out = tmp_path / "policy-config.json"
-    args = ["-C", str(git_repo), "policy-config", "--previous-weight", "5", "-o", str(out)]
+    args = [
+        "-C",
+        str(git_repo),
+        "policy-config",
+        "--stack",
+        "prod",
+        "--previous-weight",
+        "5",
+        "-o",
+        str(out),
+    ]
     assert main([*args, "--base", "main"]) == 0
     written = json.loads(out.read_text())
     assert written["no-unsafe-weight-jump"] == {
         "ladder": [0, 5, 20, 50, 80, 100],
         "previousWeight": 5,
         "ascendSubset": "ascend",
+        "ascendResource": "huawei.com/Ascend910",
     }
     assert written["precision-verified-before-promotion"]["previousAscendImage"] == (
         "registry/inference-service:v1.2.3-npu"
@@ -285,7 +315,16 @@ def test_command_with_a_base_lacking_the_stack_is_a_first_deploy(git_repo, capsy
     git(git_repo, "add", "-A")
     git(git_repo, "commit", "-qm", "only lab")
     (git_repo / "Pulumi.lab.yaml").rename(git_repo / "Pulumi.prod.yaml")
-    args = ["-C", str(git_repo), "policy-config", "--first-deploy", "--base", "new-stack"]
+    args = [
+        "-C",
+        str(git_repo),
+        "policy-config",
+        "--stack",
+        "prod",
+        "--first-deploy",
+        "--base",
+        "new-stack",
+    ]
     assert main(args) == 0
     written = json.loads(capsys.readouterr().out)
     assert written["no-unsafe-weight-jump"]["ladder"] == [0, 5, 20, 50, 80, 100]
@@ -316,7 +355,17 @@ def test_command_fails_closed_on_a_bad_base(git_repo, tmp_path, capsys, base_yam
         git(git_repo, "commit", "-qam", "broken prod")
         git(git_repo, "checkout", "-q", "main")
     out = tmp_path / "policy-config.json"
-    args = ["policy-config", "--previous-weight", "5", "--base", "nope", "-o", str(out)]
+    args = [
+        "policy-config",
+        "--stack",
+        "prod",
+        "--previous-weight",
+        "5",
+        "--base",
+        "nope",
+        "-o",
+        str(out),
+    ]
     assert main(["-C", str(git_repo), *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err
@@ -329,7 +378,7 @@ def test_command_fails_closed_on_a_bad_base(git_repo, tmp_path, capsys, base_yam
     [
         ([], "policy-config: one of the arguments --from-stack-output --previous-weight"),
         (["--previous-weight", "150"], "policy-config: argument --previous-weight: 150 is outside"),
-        (["--previous-weight", "x"], "policy-config: argument --previous-weight: 'x' is not a"),
+        (["--previous-weight", "x"], "policy-config: argument --previous-weight: 'x': expected a"),
         (["--first-deploy", "--previous-weight", "5"], "not allowed with argument"),
         (["--previous-weight", "33"], "--previous-weight 33: not a ladder step of stack prod"),
         (
@@ -340,8 +389,8 @@ def test_command_fails_closed_on_a_bad_base(git_repo, tmp_path, capsys, base_yam
 )
 def test_command_rejects_bad_flags_in_one_line(git_repo, tmp_path, args, message, capsys):
     out = tmp_path / "policy.json"
-    argv = ["-C", str(git_repo), "policy-config", *args, "--base", "main", "-o", str(out)]
-    assert main(argv) == 2
+    argv = ["-C", str(git_repo), "policy-config", "--stack", "prod", *args, "--base", "main"]
+    assert main([*argv, "-o", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err
     assert err.count("\n") == 1

@@ -56,7 +56,7 @@ def test_props_arrive_as_the_engine_sends_them():
     assert engine_value({"a": [1, True, None, "x"]}) == {"a": [1.0, True, None, "x"]}
 
 
-def test_rendered_prod_stack_passes_with_one_advisory(render_objects):
+def test_rendered_prod_stack_passes_with_advisories_only(render_objects):
     objects = render_objects(
         cfg(ascendWeight="20", verifiedAscendImage="registry/inference-service:v1.2.3-npu")
     )
@@ -67,6 +67,14 @@ def test_rendered_prod_stack_passes_with_one_advisory(render_objects):
         advisory.outcome == "advisory"
         and advisory.resource == "Deployment inference/inference-green"
     )
+    tag_pinned = results.pop("images-pinned-by-digest")
+    assert {r.outcome for r in tag_pinned} == {"advisory"}
+    [job] = [o["metadata"]["name"] for o in objects if o["kind"] == "Job"]
+    assert sorted(r.resource for r in tag_pinned) == [
+        "Deployment inference/inference-blue",
+        "Deployment inference/inference-green",
+        f"Job inference/{job}",
+    ]
     assert {name: [r.outcome for r in rs] for name, rs in results.items()} == {
         name: ["pass"] for name in results
     }
@@ -113,7 +121,7 @@ def test_not_applicable_is_a_pass_with_the_reason():
     stack = [o for o in good_stack(20) if o["kind"] != "VirtualService"]
     [result] = by_policy(run_policies(stack))["rollback-capacity"]
     assert result.outcome == "pass"
-    assert result.message == "not applicable: no VirtualService routes to subset 'ascend'"
+    assert result.message == "not applicable: no VirtualService routes traffic"
 
 
 def test_a_crashing_policy_is_a_violation():
@@ -164,7 +172,7 @@ def test_report_lines_lead_with_failures():
     results = run_policies([*good_stack(80), virtual_service(80)], JUMP)
     lines = report_lines(results, "previous weight 5%")
     assert lines[0].startswith(
-        "Policies (dualstack-migration, previous weight 5%): 2 violations, 1 advisory, "
+        "Policies (dualstack-migration, previous weight 5%): 2 violations, 3 advisories, "
     )
     assert lines[1].startswith(
         "  FAIL no-unsafe-weight-jump [mandatory]: VirtualService inference/inference-vs raises"

@@ -1,0 +1,69 @@
+"""A preview as plain data: one element of `stacks` in `dualstack/preview/v1` (docs/OUTPUT.md),
+also embedded in the promote and rollback documents."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.settings import HARDWARE
+from components.settings.evidence import pair_verified
+from components.workloads import replicas_for
+from dualstack.offline.policy_results import PolicyResult
+from dualstack.offline.preview import Preview
+
+
+def policy_data(result: PolicyResult) -> dict[str, Any]:
+    """`{"policy", "enforcement", "outcome", "resource", "message"}`; outcome is pass,
+    violation (mandatory: blocks), advisory or disabled."""
+    return {
+        "policy": result.policy,
+        "enforcement": result.enforcement,
+        "outcome": result.outcome,
+        "resource": result.resource,
+        "message": result.message,
+    }
+
+
+def preview_data(preview: Preview) -> dict[str, Any]:
+    """The preview of one stack: weights, replicas, image, base, the safety-envelope changes,
+    policies, object changes and the unified diff. `previousWeight` is null on a first deploy
+    (no stack file at the base); `ascendImageVerified` is the BASE's record of the served pair;
+    `changes[].change` is create, update or delete."""
+    head = preview.head.settings
+    base = preview.base
+    verified = base.verified if base is not None else []
+    return {
+        "stack": preview.stack,
+        "passed": not preview.violations,
+        "ascendWeight": head.ascend_weight,
+        "previousWeight": preview.previous_weight,
+        "ladderPosition": f"{head.ladder_position}/{len(head.ladder) - 1}",
+        "nextStep": head.next_step,
+        "replicas": {
+            hw: {
+                "before": base.replicas.get(hw) if base is not None else None,
+                "after": replicas_for(head, hw),
+            }
+            for hw in HARDWARE
+        },
+        "ascendImage": head.ascend.image,
+        "ascendImageVerified": pair_verified(verified, head.nvidia.image, head.ascend.image),
+        "base": preview.base_label,
+        "baseNote": preview.base_note,
+        "judge": preview.judge_where,
+        "envelope": [change.as_fact() for change in preview.envelope],
+        "ownerApproved": preview.owner_approved,
+        "policies": [policy_data(r) for r in preview.policy_results],
+        "violations": sorted({r.policy for r in preview.violations}),
+        "objects": len(preview.head.objects),
+        "changes": [
+            {
+                "kind": change.key[0],
+                "namespace": change.key[1] or None,
+                "name": change.key[2],
+                "change": change.change,
+            }
+            for change in preview.changes
+        ],
+        "diff": preview.diff,
+    }
