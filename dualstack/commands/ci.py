@@ -292,8 +292,11 @@ def run_judge(args: argparse.Namespace) -> int:
         return _fail(
             ValueError(f"judge protocol {args.protocol} asked, this code speaks {PROTOCOL}")
         )
+    from dualstack.offline.code_identity import require_own_code
+
     root = find_root(Path(args.cwd) if args.cwd else None)
     try:
+        require_own_code(root)
         base = base_of_tree(root, args.stack, args.cache)
         load_pack()  # while the caller still renders the head
         request = json.loads(sys.stdin.read())

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
+from components.settings import load_settings
 from dualstack.commands.arg_types import weight
 from dualstack.commands.output_paths import check_output_file
 from dualstack.commands.stacks import add_stack_argument, one_stack
 from dualstack.errors import UsageError
+from dualstack.offline.code_identity import require_own_code
 from dualstack.offline.judge import HeadData, base_of_tree, judge
 from dualstack.offline.judge_client import base_judge, request, resolve_base
 from dualstack.offline.policy_config import write_config
@@ -82,45 +85,40 @@ def _previous(args: argparse.Namespace, root: Path) -> tuple[int | None, str]:
     return args.previous_weight, "--previous-weight"
 
 
-def run(args: argparse.Namespace) -> int:
-    root = find_root(Path(args.cwd) if args.cwd else None)
-    args.stack = one_stack(root, args.stack, "policy-config")
-    check_output_file(args.output, "--output")
-    previous, origin = _previous(args, root)
-    if args.head is not None:
-        head_root = find_root(args.head)
-        data = HeadData(
-            args.stack,
-            head_root,
-            read_config(head_root, args.stack),
-            None,
-            previous,
-            args.owner_approved,
-        )
-        answer = judge(base_of_tree(root, args.stack), data)
-        where = f"this checkout ({answer['baseCommit'][:7]})"
-    else:
-        base = resolve_base(root, args.base)
-        message = request(
-            args.stack,
-            root,
-            load_stack_config(root, args.stack),
-            None,
-            args.owner_approved,
-            previous,
-            previous_from_base=False,
-        )
-        with base_judge(root, base, args.stack) as base_code:
-            answer = base_code.send(message)
-        where = f"{base.label}, {base_code.where}"
-    config = answer["packConfig"]
-    ladder = config.get("no-unsafe-weight-jump", {}).get("ladder", [])
+def _check_previous(args: argparse.Namespace, ladder: Sequence[int]) -> None:
+    """UsageError when `--previous-weight` is not a step of `ladder`."""
     if args.previous_weight is not None and args.previous_weight not in ladder:
         steps = ", ".join(map(str, ladder))
         raise UsageError(
             f"--previous-weight {args.previous_weight}: not a ladder step of stack "
-            f"{args.stack} at the base; allowed: {steps}"
+            f"{args.stack}; allowed: {steps}"
         )
+
+
+def run(args: argparse.Namespace) -> int:
+    root = find_root(Path(args.cwd) if args.cwd else None)
+    args.stack = one_stack(root, args.stack, "policy-config")
+    check_output_file(args.output, "--output")
+    if args.head is not None:
+        require_own_code(root)  # this checkout is the base: its own code judges
+        head_root = find_root(args.head)
+        head_config = read_config(head_root, args.stack)
+    else:
+        head_config = load_stack_config(root, args.stack)
+        _check_previous(args, load_settings(head_config).ladder)  # a bad head: exit 2 now
+    previous, origin = _previous(args, root)
+    if args.head is not None:
+        data = HeadData(args.stack, head_root, head_config, None, previous, args.owner_approved)
+        answer = judge(base_of_tree(root, args.stack), data)
+        where = f"this checkout ({answer['baseCommit'][:7]})"
+    else:
+        base = resolve_base(root, args.base)
+        message = request(args.stack, root, head_config, None, args.owner_approved, previous, False)
+        with base_judge(root, base, args.stack) as base_code:
+            answer = base_code.send(message)
+        where = f"{base.label}, {base_code.where}"
+    config = answer["packConfig"]
+    _check_previous(args, config.get("no-unsafe-weight-jump", {}).get("ladder", []))
     text = write_config(config, args.output)
     shown = "none" if previous is None else f"{previous}%"
     first = f"; Pulumi.{args.stack}.yaml absent at the base: a first deploy"

@@ -70,6 +70,20 @@ def _base_files(root: Path, commit: str) -> dict[str, str]:
     return found
 
 
+def require_own_code(root: Path) -> None:
+    """Raise JudgeError unless the code running now is the tree at `root` itself (the folder
+    holding `Pulumi.yaml`): the base's judge must be the base's code, never an installed copy
+    it fell back on because the base's tree has none (e.g. a base before the code existed)."""
+    from dualstack.offline.protocol import JudgeError
+
+    running = running_code_root()
+    if running != root.resolve():
+        raise JudgeError(
+            f"the judge at {root} runs the code at {running}, not the base's own: the base "
+            "has no code to judge with (fail closed)"
+        )
+
+
 def running_code_is(root: Path, commit: str) -> bool:
     """True when the packages this process runs are exactly those of `commit` in the
     repository at `root` (the folder holding `Pulumi.yaml`); False on any difference, or when

@@ -20,6 +20,7 @@ from components.settings import HARDWARE, Settings, load_settings
 from components.settings.evidence import pair_verified
 from components.workloads import replicas_for
 from dualstack.errors import UsageError
+from dualstack.offline.code_identity import require_own_code
 from dualstack.offline.diff import ObjectChange, object_changes, unified_diff
 from dualstack.offline.envelope import EnvelopeChange
 from dualstack.offline.head_render import HeadRender
@@ -196,7 +197,9 @@ def build_preview_from_base(
     root: Path, stack: str, head_root: Path, owner_approved: bool = False
 ) -> Preview:
     """The preview run by the base's code: `root` is the base checkout (this code's tree),
-    `head_root` the head's tree, rendered by its own code and read as data."""
+    `head_root` the head's tree, rendered by its own code and read as data. Raises JudgeError
+    when the running code is not `root`'s own."""
+    require_own_code(root)
     rendering = HeadRender(head_root, stack)
     try:
         base = base_of_tree(root, stack)

@@ -124,10 +124,10 @@ def calls(log: Path, tools: tuple[str, ...] = ("judge", "dualstack", "pulumi")) 
     return [argv for argv in lines if argv[0] in tools]
 
 
-def make_gitops(tmp: Path, with_code: bool = False) -> tuple[Path, Path]:
-    """A bare `origin` and a clone holding the fixture stack files and `.ci/record` on main
-    (and this tree's code with `with_code`, so the base checkout runs it and a head can edit
-    it).
+def make_gitops(tmp: Path, with_code: bool = True) -> tuple[Path, Path]:
+    """A bare `origin` and a clone holding the fixture stack files, `.ci/record` and this
+    tree's code on main (the base checkout judges with its own code, and a head can edit it;
+    `with_code=False` for a repo of stack files only).
 
     Returns (clone, origin). The clone's `origin/main` is the pushed main.
     """

@@ -127,7 +127,7 @@ def test_a_capacity_ratio_of_10_cannot_serve_50_percent_on_one_pod(repo, capsys)
 
 
 def test_accelerators_per_node_16_on_8_npu_nodes(repo, capsys):
-    at(repo, 80, capacity={"totalReplicas": 13})
+    at(repo, 80, capacity={"totalReplicas": 14})
     pool = {"name": "ascend", "nodes": ["ascend-01", "ascend-02"], "acceleratorsPerNode": 16}
     head(repo, ascendWeight="100", ascend={"pool": pool})
     code, _out, err = preview(repo, capsys)
@@ -137,13 +137,26 @@ def test_accelerators_per_node_16_on_8_npu_nodes(repo, capsys):
     assert "but the pool has 16 (2 nodes x 8 acceleratorsPerNode)" in err
 
 
-def test_relabelled_pool_nodes_are_an_envelope_change(repo, capsys):
+def test_relabelled_pool_nodes_are_refused_before_any_policy(repo, capsys):
+    """`ascend.pool.labels: {pool: retired}` would make the Ascend pods unschedulable; the
+    settings refuse the program's own label key (exit 2, nothing judged)."""
     pool = {"name": "ascend", "nodes": ["ascend-01", "ascend-02"], "labels": {"pool": "retired"}}
+    head(repo, ascend={"pool": pool})
+    code, out, err = preview(repo, capsys)
+    assert (code, out) == (2, "")
+    assert err == (
+        "error: dualstack-inference:ascend.pool.labels: label 'pool' is set by the program; "
+        "choose another key\n"
+    )
+
+
+def test_other_pool_labels_are_an_envelope_change(repo, capsys):
+    pool = {"name": "ascend", "nodes": ["ascend-01", "ascend-02"], "labels": {"npu-model": "x"}}
     head(repo, ascend={"pool": pool})
     code, out, err = preview(repo, capsys)
     assert code == 1
     assert failed_policies(err) == {ENVELOPE}
-    assert "ascend.pool.labels.pool: (unset) -> retired" in out
+    assert "ascend.pool.labels.npu-model: 910B -> x" in out
 
 
 def test_an_accelerator_resource_the_nodes_lack(repo, capsys):
