@@ -226,3 +226,20 @@ def test_policy_config_from_the_base_checkout(repo, tmp_path, capsys):
             "ascend": "registry/inference-service:v1.2.3-npu",
         }
     ]
+
+
+def test_a_base_without_code_of_its_own_cannot_judge(tmp_path, capsys):
+    """A base commit that holds stack files only: its judge would fall back on the installed
+    copy of the code (the head's), so it refuses (exit 2) instead of judging."""
+    repo = tmp_path / "stacks-only"
+    repo.mkdir()
+    (repo / "Pulumi.yaml").write_text("name: dualstack-inference\nruntime: python\n")
+    write_stack(repo, "prod", PROD)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "stacks only")
+    set_config_value(repo, "prod", "ascendWeight", "20")
+    code = main(["-C", str(repo), "preview", "--stack", "prod", "--base", "main"])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert "not the base's own: the base has no code to judge with (fail closed)" in err
