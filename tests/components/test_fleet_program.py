@@ -1,0 +1,76 @@
+"""The program over a fleet: the pools once, one set of components per service."""
+
+from __future__ import annotations
+
+import pulumi
+
+from components.settings import load_fleet
+from tests.conftest import cfg, find, fleet_config
+
+
+def test_the_pools_are_patched_once_for_every_service(run_stack) -> None:
+    resources = run_stack(fleet_config())
+    nodes = [r.inputs["metadata"]["name"] for r in resources if r.type_.endswith("NodePatch")]
+    assert sorted(nodes) == ["ascend-01", "ascend-02", "nvidia-01", "nvidia-02", "nvidia-03"]
+    pools = [r.name for r in resources if r.type_ == "dualstack:index:AcceleratorNodePool"]
+    assert sorted(pools) == ["inference-ascend-pool", "inference-nvidia-pool"]
+
+
+def test_each_service_has_its_own_named_components(run_stack) -> None:
+    names = {r.name for r in run_stack(fleet_config())}
+    for service in ("chat", "embedder", "reranker"):
+        assert {
+            f"inference-{service}-nvidia-deployment",
+            f"inference-{service}-ascend-deployment",
+            f"inference-{service}-traffic-virtual-service",
+            f"inference-{service}-monitoring-rules",
+            f"inference-{service}-precision-job",
+        } <= names
+    assert "inference-traffic-virtual-service" not in names
+
+
+def test_each_service_splits_at_its_own_weight_over_its_own_pods(render_objects) -> None:
+    objects = render_objects(fleet_config())
+    for service, weight in (("chat", 50), ("embedder", 20), ("reranker", 0)):
+        vs = find(objects, "VirtualService", f"{service}-vs")
+        route = vs["spec"]["http"][0]["route"]
+        host = f"{service}.inference-fleet.svc.cluster.local"
+        assert [(r["destination"]["host"], r["weight"]) for r in route] == [
+            (host, 100 - weight),
+            (host, weight),
+        ]
+        dr = find(objects, "DestinationRule", f"{service}-dr")
+        assert dr["spec"]["subsets"][1]["labels"] == {"app": service, "hardware": "ascend"}
+        green = find(objects, "Deployment", f"{service}-green")
+        assert green["spec"]["template"]["metadata"]["labels"]["app"] == service
+    image = find(objects, "Deployment", "embedder-green")["spec"]["template"]["spec"]
+    assert image["containers"][0]["image"] == "registry/embedder:v1.4.0-npu"
+
+
+def test_a_fleets_outputs_are_per_service() -> None:
+    from components.stack import DualStackInference, exports
+
+    captured = {}
+
+    @pulumi.runtime.test
+    def build():
+        fleet = load_fleet(fleet_config())
+        values = exports(fleet, DualStackInference("inference", fleet))
+        return pulumi.Output.all(
+            **{k: pulumi.Output.from_input(v) for k, v in values.items()}
+        ).apply(captured.update)
+
+    build()
+    assert sorted(captured) == ["namespace", "services"]
+    assert captured["services"]["embedder"]["ascendWeight"] == 20
+    assert captured["services"]["embedder"]["ladderPosition"] == "2/5"
+    assert captured["services"]["chat"]["routeWeights"] == {"nvidia": 50, "ascend": 50}
+    assert captured["services"]["reranker"]["deployments"] == {
+        "nvidia": "reranker-blue",
+        "ascend": "reranker-green",
+    }
+
+
+def test_a_declared_fleet_of_one_uses_member_names(render_objects) -> None:
+    objects = render_objects(cfg(services={"chat": {"ascendWeight": 5}}))
+    assert find(objects, "VirtualService", "chat-vs")["metadata"]["labels"] == {"app": "chat"}
