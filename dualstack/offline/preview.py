@@ -108,6 +108,13 @@ def assemble(stack: str, head: Side, label: str, verdict: Mapping[str, Any], whe
         envelope = [EnvelopeChange(**c) for c in verdict["envelope"]]
         summary = verdict["base"]
         base = None
+        previous = verdict.get("previousWeight")
+        if isinstance(previous, dict):  # a fleet: this service's deployed weight
+            previous = previous.get(head.settings.name)
+        if summary is not None and "services" in summary:  # a fleet: this service's summary
+            summary = summary["services"].get(head.settings.name)
+            if summary is None:
+                previous = None
         if summary is not None:
             base = BaseView(
                 verdict["baseCommit"],
@@ -131,7 +138,7 @@ def assemble(stack: str, head: Side, label: str, verdict: Mapping[str, Any], whe
         base,
         label,
         judge_where=where,
-        previous_weight=verdict.get("previousWeight"),
+        previous_weight=previous,
         base_note=note,
         envelope=envelope,
         owner_approved=bool(verdict.get("ownerApproved")),
@@ -159,15 +166,18 @@ def judged_preview(
     base_code: BaseJudge,
     overrides: Iterable[str] = (),
     owner_approved: bool = False,
+    service: str | None = None,
 ) -> Preview:
     """Render the head (working tree + overrides) with this code and have `base_code`, the
     base's judge (already started, see `dualstack.offline.judge_client.base_judge`), judge it.
+    The report's header is `service`'s (default: the only one); the judgement is the
+    fleet's.
 
     Raises SettingsError / SchemaError for an invalid head and JudgeError when the base
     cannot judge.
     """
     head_config = load_stack_config(root, stack, overrides)
-    head_settings, head_objects = render(head_config, stack)
+    head_settings, head_objects = render(head_config, stack, service)
     base_code.submit(request(stack, root, head_config, head_objects, owner_approved))
     validate_objects(head_objects)  # while the base's pack runs
     verdict = base_code.answer()
@@ -181,20 +191,25 @@ def build_preview(
     base_ref: str | None,
     overrides: Iterable[str] = (),
     owner_approved: bool = False,
+    service: str | None = None,
 ) -> Preview:
     """The head (working tree + overrides) rendered with this code and judged by the base at
-    `base_ref` with its own code and facts.
+    `base_ref` with its own code and facts; the header is `service`'s.
 
     Raises UsageError without a base, SettingsError / SchemaError for an invalid head,
     StackFileError for a ref that is not a commit, and JudgeError when the base cannot judge.
     """
     base = resolve_base(root, require_base(base_ref))
     with base_judge(root, base, stack) as base_code:
-        return judged_preview(root, stack, base, base_code, overrides, owner_approved)
+        return judged_preview(root, stack, base, base_code, overrides, owner_approved, service)
 
 
 def build_preview_from_base(
-    root: Path, stack: str, head_root: Path, owner_approved: bool = False
+    root: Path,
+    stack: str,
+    head_root: Path,
+    owner_approved: bool = False,
+    service: str | None = None,
 ) -> Preview:
     """The preview run by the base's code: `root` is the base checkout (this code's tree),
     `head_root` the head's tree, rendered by its own code and read as data. Raises JudgeError
@@ -209,7 +224,7 @@ def build_preview_from_base(
     head_objects = rendering.finish()
     head_config = read_config(head_root, stack)
     try:
-        head_settings = load_settings(head_config)
+        head_settings = load_settings(head_config, service=service)
     except ValueError as exc:
         raise JudgeError(
             f"the base's code cannot read the head's Pulumi.{stack}.yaml: "
@@ -277,7 +292,11 @@ def policy_lines(preview: Preview) -> list[str]:
 
 def format_preview(preview: Preview) -> str:
     """The human report: header lines, object list, then the unified diff."""
-    lines = [f"Stack {preview.stack}", weight_line(preview), replicas_line(preview)]
+    settings = preview.head.settings
+    title = f"Stack {preview.stack}"
+    if settings.member is not None:
+        title += f", service {settings.name}"
+    lines = [title, weight_line(preview), replicas_line(preview)]
     lines.append(image_line(preview))
     lines.append(f"Base: {preview.base_label}")
     if preview.judge_where:
