@@ -7,7 +7,7 @@
 - one module per area: `slo`, `monitoring`, `precision`, `policy`.
 """
 
-from components.settings.fleet import Fleet, load_fleet, load_settings
+from components.settings.fleet import Fleet, config_with_weights, load_fleet, load_settings
 from components.settings.images import parse_image
 from components.settings.model import (
     HARDWARE,
@@ -53,6 +53,7 @@ __all__ = [
     "Settings",
     "SettingsError",
     "TaintSettings",
+    "config_with_weights",
     "load_fleet",
     "load_settings",
     "load_single",

@@ -275,3 +275,33 @@ def load_settings(
     stack holds several (the message lists them).
     """
     return load_fleet(config, project).member(service)
+
+
+def config_with_weights(
+    config: Mapping[str, Any], weights: Mapping[str, int], project: str = PROJECT
+) -> dict[str, Any]:
+    """`config` with some services' weights replaced, {service name: weight in %}: the stack's
+    `ascendWeight` for the single implicit service (its name is `service.name`), else
+    `services.<name>.ascendWeight` (as `pulumi config set` / `--path` store them). A name the
+    stack does not hold is a SettingsError. `config` itself is not changed."""
+    raw = raw_config(config, project)
+    result = dict(config)
+    if SERVICES_KEY not in raw:
+        (name,) = load_fleet(config, project).names
+        for key, weight in weights.items():
+            if key != name:
+                raise SettingsError(
+                    f"--service {shown(key)}: no such service; this stack holds {name}"
+                )
+            result[f"{project}:ascendWeight"] = str(weight)
+        return result
+    services = {name: dict(member) for name, member in _services(raw[SERVICES_KEY]).items()}
+    for key, weight in weights.items():
+        if key not in services:
+            listed = ", ".join(services)
+            raise SettingsError(
+                f"--service {shown(key)}: no such service; this stack holds {listed}"
+            )
+        services[key]["ascendWeight"] = weight
+    result[f"{project}:{SERVICES_KEY}"] = services
+    return result

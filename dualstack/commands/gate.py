@@ -17,7 +17,7 @@ from dualstack.commands.machine import (
 )
 from dualstack.commands.options import add_gate_arguments, gate_setup, run_gate
 from dualstack.commands.output_paths import check_output_file
-from dualstack.commands.stacks import add_stack_argument, every_stack
+from dualstack.commands.stacks import add_service_argument, add_stack_argument, every_stack
 from dualstack.errors import EXIT_FAILED, EXIT_OK
 from dualstack.gate.report import report_data
 from dualstack.repo.stack_config import find_root, load_stack_config
@@ -31,11 +31,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "against NVIDIA: enough requests, 5xx ratio within the margin, p99 within the factor "
         "(or under the absolute SLO), precision check passed for the served image. Each "
         "criterion is PASS, FAIL or NO_DATA; NO_DATA (no, stale or sparse data) never "
-        "passes. Without -s, every stack is judged. Exit 0 when every required criterion of "
+        "passes. Without -s, every stack is judged; a fleet stack's service is named with "
+        "--service (its series carry the `service` label). Exit 0 when every required "
+        "criterion of "
         "every stack passes, 1 otherwise, 2 when Prometheus is unreachable or answers with "
         "something that is not a query result.",
     )
     add_stack_argument(parser, many=True)
+    add_service_argument(parser)
     add_gate_arguments(parser)
     add_output_argument(parser)
     add_json_file_argument(parser)
@@ -45,7 +48,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     root = find_root(Path(args.cwd) if args.cwd else None)
     stacks = every_stack(root, args.stack)
-    settings = {stack: load_settings(load_stack_config(root, stack)) for stack in stacks}
+    settings = {
+        stack: load_settings(load_stack_config(root, stack), service=args.service)
+        for stack in stacks
+    }
     setup = gate_setup(args)
     check_output_file(args.json_file, "--json-file")
     runs = []
