@@ -450,7 +450,8 @@ def _move(plan: StackRollback) -> str:
     if not plan.fleet_before.declared:
         return f"{plan.stack} {plan.before.ascend_weight}% -> {plan.after.ascend_weight}%"
     moved = ", ".join(
-        f"{old.name} {old.ascend_weight}% -> {new.ascend_weight}%" for old, new in plan.moves()
+        f"{old.name} {old.ascend_weight}% -> {new.ascend_weight}%"
+        for old, new in plan.moved() or plan.moves()
     )
     return f"{plan.stack} ({moved})"
 
@@ -462,7 +463,7 @@ def _moves(plans: list[StackRollback]) -> str:
 def _written(plan: StackRollback, verb: str = "wrote") -> str:
     name = stack_path(Path(), plan.stack).name
     if plan.changes_git:
-        keys = ", ".join(f"{old.weight_key} {new.ascend_weight}" for old, new in plan.moves())
+        keys = ", ".join(f"{old.weight_key} {new.ascend_weight}" for old, new in plan.moved())
         return f"{plan.stack}: {verb} {keys} into {name}"
     return (
         f"{plan.stack}: git already holds {plan.after.ascend_weight}%: the traffic is "
@@ -484,7 +485,10 @@ def _target_label(urn: str) -> str:
 
 def _applied_lines(result: Applied) -> list[tuple[float, str]]:
     """(seconds from the start, line) for the stop and the traffic step of one stack."""
-    deployed = "unknown" if result.deployed is None else f"{result.deployed}%"
+    if isinstance(result.deployed, dict):
+        deployed = ", ".join(f"{name} {weight}%" for name, weight in result.deployed.items())
+    else:
+        deployed = "unknown" if result.deployed is None else f"{result.deployed}%"
     objects = ", ".join(_target_label(urn) for urn in result.targets)
     stop = f"{result.stack}: {result.stopped.describe(result.stack)}; deployed {deployed}"
     if result.error is None:
@@ -554,7 +558,7 @@ def _print_pr_text(
     for plan in plans:
         result = next(r for r in applied if r.stack == plan.stack)
         method = "dualstack rollback --emergency"
-        changes = [WeightChange(plan.stack, old, new, method) for old, new in plan.moves()]
+        changes = [WeightChange(plan.stack, old, new, method) for old, new in plan.moved()]
         try:
             preview = build_preview(root, plan.stack, base)
         except NO_PREVIEW as exc:

@@ -106,10 +106,14 @@ class StackRollback:
         """(before, after) of each rolled-back service."""
         return [(self.fleet_before.members[n], self.fleet_after.members[n]) for n in self.services]
 
+    def moved(self) -> list[tuple[Settings, Settings]]:
+        """(before, after) of each rolled-back service whose weight changes in git."""
+        return [(old, new) for old, new in self.moves() if old.ascend_weight != new.ascend_weight]
+
     @property
     def changes_git(self) -> bool:
         """True when the stack file's weight changes (else git already holds it)."""
-        return any(old.ascend_weight != new.ascend_weight for old, new in self.moves())
+        return bool(self.moved())
 
 
 def plan_rollback(
@@ -213,10 +217,10 @@ def write_weights(root: Path, plans: list[StackRollback]) -> None:
         for plan in plans:
             path = stack_path(root, plan.stack)
             written.append((path, path.read_bytes()))
-            keys = {old.weight_key: new.ascend_weight for old, new in plan.moves()}
+            keys = {old.weight_key: new.ascend_weight for old, new in plan.moved()}
             set_config_values(root, plan.stack, keys)
             back = load_fleet(read_config(root, plan.stack))
-            for old, new in plan.moves():
+            for old, new in plan.moved():
                 held = back.members[new.name].ascend_weight
                 if held != new.ascend_weight:
                     raise StackFileError(
