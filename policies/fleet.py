@@ -1,8 +1,8 @@
 """Fleet-wide policies: what only the whole fleet of services shows.
 
 - `fleet-rollback-capacity`: the NVIDIA pool holds every service at 0% at once (each service's
-  NVIDIA backend at its own `totalReplicas`), node by node, so a fleet-wide emergency rollback
-  lands on enough GPUs;
+  NVIDIA backend at its own `totalReplicas`, at least `MIN_SERVING_REPLICAS`: it then takes all
+  the traffic), node by node, so a fleet-wide emergency rollback lands on enough GPUs;
 - `one-service-raised`: one pull request raises the Ascend share of at most one service; any
   number may go down.
 
@@ -30,6 +30,7 @@ from policies.common import (
     config_errors_are_violations,
     config_int,
 )
+from policies.disruption import MIN_SERVING_REPLICAS
 from policies.members import SERVICES_SCHEMA, members
 from policies.placement import accelerator_pools, requested_accelerators
 from policies.pod_counts import PodCountError, accelerators_per_pod, pack, peak_pods
@@ -45,7 +46,8 @@ def fleet_rollback_capacity_validator(
 ) -> None:
     """Every service at 0% at once (a fleet-wide emergency rollback) lands on enough GPUs:
     each service's NVIDIA backend (the workload its routes send non-Ascend traffic to) at its
-    own `totalReplicas` pods, with every other workload on that pool at its replicas, packs
+    own `totalReplicas` pods (at least `MIN_SERVING_REPLICAS`, as the program runs a serving
+    backend), with every other workload on that pool at its replicas, packs
     onto the pool's nodes (`pack`: each pod's accelerators from one node). The backends only
     scale in a rollback (their pod templates stay), so no surge is counted."""
     config = args.get_config()
@@ -60,7 +62,7 @@ def fleet_rollback_capacity_validator(
         total = as_int(raw)
         if total is None or total < 1:
             raise ConfigError(f"totalReplicas = {raw!r} is not a positive integer")
-        at_zero[backend.urn] = (total, member.name or "the service")
+        at_zero[backend.urn] = (max(MIN_SERVING_REPLICAS, total), member.name or "the service")
     if not at_zero:
         args.not_applicable("no route sends traffic to an NVIDIA backend")
     demand: dict[str, list[tuple[int, int, str]]] = {}  # pool -> (pods, each, for messages)

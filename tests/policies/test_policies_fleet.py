@@ -97,26 +97,27 @@ def test_an_unverified_image_of_one_service_is_refused_for_that_service(base) ->
 
 def test_an_ascend_pool_overfull_across_two_services_is_refused(base) -> None:
     # Chat's and embedder's Ascend pods take 6 NPUs each (a new pod template: +1 surge pod
-    # each): chat 3 + 1 and embedder 1 + 1 pods x 6, with reranker's 1 x 1: 37 > 2 x 8.
+    # each): chat 3 + 1 and embedder 2 + 1 pods x 6 (embedder serves 20%: two pods at least),
+    # with reranker's 1 x 1: 43 > 2 x 8.
     six = {"ascend": {"acceleratorsPerPod": 6}}
     failed = _judge(base, _head(chat=six, embedder=six))
     assert set(failed) == {"pool-capacity"}
     assert failed["pool-capacity"].startswith(
-        "pool 'ascend' is too small: a rollout takes up to 37 huawei.com/Ascend910"
+        "pool 'ascend' is too small: a rollout takes up to 43 huawei.com/Ascend910"
     )
 
 
 def test_pods_that_fit_the_pool_total_but_no_node_are_refused() -> None:
-    # The base's Ascend nodes hold 10 NPUs each (20 in all); chat's pods take 6 and it steps
-    # 20% -> 50%: 3 pods of 6 (the template stays: no surge) + embedder's and reranker's pod
-    # of 1 = 20 <= 20 in total, but a node of 10 holds one pod of 6: two, not three.
+    # The base's Ascend nodes hold 11 NPUs each (22 in all); chat's pods take 6 and it steps
+    # 20% -> 50%: 3 pods of 6 (the template stays: no surge) + embedder's 2 pods and
+    # reranker's 1 of 1 = 21 <= 22 in total, but a node of 11 holds one pod of 6: two, not three.
     six = {"ascend": {"acceleratorsPerPod": 6}}
-    wide = {"stack": {"ascend": {"pool": {"acceleratorsPerNode": 10}}}}
+    wide = {"stack": {"ascend": {"pool": {"acceleratorsPerNode": 11}}}}
     base = _base(_head(chat={"ascendWeight": 20, **six}, **wide))
     failed = _judge(base, _head(chat={"ascendWeight": 50, **six}, **wide))
     assert set(failed) == {"pool-capacity"}
     assert failed["pool-capacity"].startswith(
-        "pool 'ascend' cannot place its pods node by node: a rollout takes up to 20 "
+        "pool 'ascend' cannot place its pods node by node: a rollout takes up to 21 "
         "huawei.com/Ascend910"
     )
 

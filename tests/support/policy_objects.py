@@ -41,6 +41,7 @@ TOKENS = {
     "ConfigMap": "kubernetes:core/v1:ConfigMap",
     "VirtualService": "kubernetes:networking.istio.io/v1:VirtualService",
     "DestinationRule": "kubernetes:networking.istio.io/v1:DestinationRule",
+    "PodDisruptionBudget": "kubernetes:policy/v1:PodDisruptionBudget",
 }
 NOT_APPLICABLE = "not applicable"
 JUDGED = {
@@ -188,10 +189,26 @@ DIRECT_HOST = {hw: f"inference-service-{hw}.{NAMESPACE}.svc.cluster.local" for h
 """Hosts of the per-backend Services of `direct_service`."""
 
 
+def disruption_budget(hardware: str) -> dict[str, Any]:
+    """The program's PodDisruptionBudget of one backend: `maxUnavailable: 1` over its pods."""
+    version = "blue" if hardware == "nvidia" else "green"
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": f"inference-{version}-pdb", "namespace": NAMESPACE},
+        "spec": {
+            "maxUnavailable": 1,
+            "selector": {"matchLabels": {"app": "inference-service", "version": version}},
+        },
+    }
+
+
 def good_stack(weight: int = 20, ascend_replicas: int | None = None) -> list[dict[str, Any]]:
-    """A clean stack at `weight`: NVIDIA 4 pods, Ascend enough for its share, verified image."""
+    """A clean stack at `weight`: NVIDIA 4 pods, Ascend enough for its share (two at least
+    while it serves), verified image, and each backend's PodDisruptionBudget (last, so the
+    first five objects keep their places)."""
     if ascend_replicas is None:
-        ascend_replicas = max(1, -(-4 * weight // 100))
+        ascend_replicas = max(2, -(-4 * weight // 100)) if weight else 1
     ascend = deployment("ascend", ascend_replicas, ASCEND_IMAGE)
     ascend["metadata"]["annotations"] = {VERIFIED: ASCEND_IMAGE}
     return [
@@ -200,6 +217,8 @@ def good_stack(weight: int = 20, ascend_replicas: int | None = None) -> list[dic
         destination_rule(),
         virtual_service(weight),
         service(),
+        disruption_budget("nvidia"),
+        disruption_budget("ascend"),
     ]
 
 

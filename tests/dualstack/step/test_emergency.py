@@ -183,7 +183,7 @@ def test_rollback_that_keeps_nvidia_at_its_size_only_moves_traffic():
 def test_scale_command_names_the_backend_deployment_and_its_pods():
     settings = load_settings(cfg(ascendWeight="20"))
     assert scale_command(settings, "ascend") == (
-        "kubectl -n inference scale deployment inference-green --replicas=1"
+        "kubectl -n inference scale deployment inference-green --replicas=2"
     )
     assert scale_command(settings, "nvidia") == (
         "kubectl -n inference scale deployment inference-blue --replicas=4"
