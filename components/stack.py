@@ -9,7 +9,7 @@ import pulumi
 import pulumi.runtime.config as pulumi_config
 
 from components import resource_names as names
-from components.monitoring.component import UnifiedMonitoring
+from components.monitoring.component import UnifiedMonitoring, register_fleet_dashboard
 from components.node_pools import AcceleratorNodePool
 from components.precision import PrecisionCheck
 from components.settings import (
@@ -86,6 +86,11 @@ class DualStackInference(pulumi.ComponentResource):
         self.services = {
             service.name: ServiceComponents(self, name, service, self.pools) for service in fleet
         }
+        monitoring = shared.monitoring
+        if fleet.declared and monitoring.enabled and monitoring.dashboard.enabled:
+            # One dashboard for the fleet, a `service` variable choosing whose series it shows.
+            dashboard = names.child(names.child(name, names.MONITORING), names.DASHBOARD)
+            register_fleet_dashboard(dashboard, shared, fleet.names, child)
         only = next(iter(self.services.values()))
         self.workloads, self.traffic = only.workloads, only.traffic
         self.register_outputs({})

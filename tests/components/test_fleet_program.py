@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 
 from components.settings import load_fleet
-from tests.conftest import cfg, find, fleet_config
+from tests.conftest import PROJECT, cfg, find, fleet_config
 
 
 def test_the_pools_are_patched_once_for_every_service(run_stack) -> None:
@@ -74,3 +74,39 @@ def test_a_fleets_outputs_are_per_service() -> None:
 def test_a_declared_fleet_of_one_uses_member_names(render_objects) -> None:
     objects = render_objects(cfg(services={"chat": {"ascendWeight": 5}}))
     assert find(objects, "VirtualService", "chat-vs")["metadata"]["labels"] == {"app": "chat"}
+
+
+def test_a_fleet_has_one_dashboard_and_each_service_its_own_labelled_rules(render_objects):
+    import json
+
+    objects = render_objects(fleet_config())
+    boards = [
+        o for o in objects if o["kind"] == "ConfigMap" and "dashboard" in o["metadata"]["name"]
+    ]
+    assert [b["metadata"]["name"] for b in boards] == ["dualstack-fleet-dashboard-inference-fleet"]
+    assert "app" not in boards[0]["metadata"]["labels"]  # every service's, no one service's
+    board = json.loads(boards[0]["data"]["dualstack-inference-fleet.json"])
+    variable = next(v for v in board["templating"]["list"] if v["name"] == "service")
+    assert variable["query"] == "chat,embedder,reranker"
+    rules = find(objects, "PrometheusRule", "embedder-dualstack")["spec"]["groups"]
+    assert [g["name"] for g in rules] == [
+        "dualstack.inference-fleet.embedder.requests",
+        "dualstack.inference-fleet.embedder.accelerators",
+        "dualstack.inference-fleet.embedder.usage",
+        "dualstack.inference-fleet.embedder.alerts",
+    ]
+    weight = next(r for r in rules[0]["rules"] if r["record"].endswith("ascend_weight:ratio"))
+    assert (weight["expr"], weight["labels"]["service"]) == ("vector(0.2)", "embedder")
+
+
+def test_each_services_precision_job_pushes_its_own_group() -> None:
+    from components.precision import check_options
+    from components.settings.base import deep_merge
+
+    config = fleet_config()
+    pushing = {"precisionCheck": {"pushgatewayUrl": "http://pushgateway.monitoring:9091"}}
+    config[f"{PROJECT}:services"]["chat"] = deep_merge(
+        config[f"{PROJECT}:services"]["chat"], pushing
+    )
+    chat = load_fleet(config).member("chat")
+    assert check_options(chat).push_labels == ("namespace=inference-fleet", "service=chat")
