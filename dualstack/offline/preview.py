@@ -354,6 +354,12 @@ def policy_lines(preview: Preview) -> list[str]:
     """The policy section: summary, then violations, advisories and passes, one per line."""
     before = preview.previous_weight
     context = f"previous weight {before}%" if before is not None else "no previous weight"
+    if preview.every_service:
+        shown = (
+            f"{v.settings.name} {'none' if v.previous_weight is None else f'{v.previous_weight}%'}"
+            for v in preview.services
+        )
+        context = "previous weights " + ", ".join(shown)
     return report_lines(preview.policy_results, context, preview.pack)
 
 

@@ -110,3 +110,36 @@ def test_each_services_precision_job_pushes_its_own_group() -> None:
     )
     chat = load_fleet(config).member("chat")
     assert check_options(chat).push_labels == ("namespace=inference-fleet", "service=chat")
+
+
+def test_make_example_renders_and_previews_the_example_fleet(tmp_path) -> None:
+    """`.ci/example-fleet` (`make example`, part of `make test`, so of CI's unit-test job)."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    done = subprocess.run(
+        ["bash", str(REPO / ".ci" / "example-fleet"), str(tmp_path / "out")],
+        env={"PY": sys.executable, "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    rendered = sorted(p.name for p in (tmp_path / "out" / "render").iterdir())
+    assert "virtualservice-inference-fleet-embedder-vs.yaml" in rendered
+    assert "configmap-inference-fleet-dualstack-fleet-dashboard-inference-fleet.yaml" in rendered
+    (fleet,) = json.loads((tmp_path / "out" / "preview.json").read_text())["stacks"]
+    assert (fleet["passed"], fleet["violations"]) == (True, [])
+    assert [(s["service"], s["ascendWeight"]) for s in fleet["services"]] == [
+        ("chat", 50),
+        ("embedder", 20),
+        ("reranker", 0),
+    ]
+    assert (
+        "Policies (dualstack-migration, previous weights chat 50%, embedder 20%, reranker 0%)"
+        in (done.stdout)
+    )

@@ -277,3 +277,31 @@ def test_preview_json_of_a_fleet_lists_every_service(repo, capsys):
         ("embedder", 20, 20),
         ("reranker", 0, 0),
     ]
+
+
+# --- policy-config --------------------------------------------------------------------------
+
+
+def test_policy_config_reads_each_services_deployed_weight(repo, tmp_path, capsys, monkeypatch):
+    log = install_fake_pulumi(tmp_path, monkeypatch)
+    deployed(monkeypatch, chat=20, embedder=20, reranker=0)  # chat's 50% not deployed yet
+    out = tmp_path / "config.json"
+    argv = ["policy-config", "-s", "fleet", "--from-stack-output", "--base", "main"]
+    assert run(repo, *argv, "-o", str(out)) == 0
+    services = json.loads(out.read_text())["no-unsafe-weight-jump"]["services"]
+    assert {name: facts["previousWeight"] for name, facts in services.items()} == {
+        "chat": 20,
+        "embedder": 20,
+        "reranker": 0,
+    }
+    assert "stack output services --json --stack fleet" in log.read_text()
+    assert "previous weight chat 20%, embedder 20%, reranker 0%" in capsys.readouterr().err
+
+
+def test_policy_config_refuses_one_previous_weight_for_a_fleet(repo, capsys):
+    argv = ["policy-config", "-s", "fleet", "--previous-weight", "20", "--base", "main"]
+    assert run(repo, *argv) == 2
+    assert capsys.readouterr().err == (
+        "error: --previous-weight 20: stack fleet holds several services, each with its own "
+        "deployed weight; use --from-stack-output (or --first-deploy)\n"
+    )
