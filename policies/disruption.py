@@ -36,7 +36,6 @@ from pulumi_policy import (
 )
 
 from policies.common import (
-    SHARE_SCHEMAS,
     as_int,
     config_errors_are_violations,
     describe,
@@ -44,8 +43,8 @@ from policies.common import (
     mapping,
     path,
 )
-from policies.stack_view import Item, StackView, replicas, selects
-from policies.traffic_share import ascend_shares, percent
+from policies.stack_view import Item, Route, StackView, replicas, routes_of, selects
+from policies.traffic_share import destination_shares, percent
 
 MIN_SERVING_REPLICAS = 2
 """Fewest pods of a workload that takes traffic (`components.capacity.MIN_SERVING_REPLICAS`,
@@ -109,18 +108,25 @@ def budgets(resources: Iterable[Any]) -> list[Budget]:
     return found
 
 
-def serving_workloads(view: StackView, config: Mapping[str, Any]) -> list[tuple[Item, str]]:
+def serving_workloads(view: StackView) -> list[tuple[Item, str]]:
     """Each workload some route sends a share above 0 (or an unknown share), with where from
-    for messages (`VirtualService inference/inference-vs route 'http[0]' sends it 5%`)."""
+    for messages (`VirtualService inference/inference-vs route 'split' sends it 5%`). The
+    share of a destination is its weight over its route's sum (`destination_shares`), its
+    pods where `StackView.reach` resolves it; which pods are Ascend's does not matter here."""
     found: dict[str, tuple[Item, str]] = {}
-    for route in ascend_shares(view, config).routes:
-        shares = route.shares or (None,) * len(route.reaches)
-        for reach, share in zip(route.reaches, shares, strict=True):
-            if share is not None and share <= 0:
-                continue
-            amount = "an unknown share" if share is None else percent(Fraction(share))
-            for workload in reach.workloads:
-                found.setdefault(workload.urn, (workload, f"{route.where} sends it {amount}"))
+    for vs in view.virtual_services:
+        by_route: dict[str, list[Route]] = {}
+        for route in routes_of(vs):
+            by_route.setdefault(route.route_key, []).append(route)
+        for routes in by_route.values():
+            shares = destination_shares(routes) or (None,) * len(routes)
+            where = f"{vs.label} route {routes[0].route_name!r}"
+            for route, share in zip(routes, shares, strict=True):
+                if share is not None and share <= 0:
+                    continue
+                amount = "an unknown share" if share is None else percent(Fraction(share))
+                for workload in view.reach(route).workloads:
+                    found.setdefault(workload.urn, (workload, f"{where} sends it {amount}"))
     return list(found.values())
 
 
@@ -142,8 +148,7 @@ def serving_disruption_budget_validator(
     """Every workload that takes traffic runs at least `MIN_SERVING_REPLICAS` pods and is
     selected by a PodDisruptionBudget that keeps at least one of them available, so a node
     drain never leaves its subset without a ready pod (module docstring)."""
-    view = StackView.of(args.resources)
-    serving = [(w, why) for w, why in serving_workloads(view, args.get_config())]
+    serving = [(w, why) for w, why in serving_workloads(StackView.of(args.resources))]
     serving = [(w, why) for w, why in serving if w.kind in SCALED_KINDS]
     if not serving:
         args.not_applicable("no Deployment takes traffic")
@@ -188,7 +193,7 @@ POLICIES = [
         "subset without a ready pod.",
         validate=serving_disruption_budget_validator,
         enforcement_level=EnforcementLevel.MANDATORY,
-        config_schema=PolicyConfigSchema(properties={**SHARE_SCHEMAS}),
+        config_schema=PolicyConfigSchema(properties={}),
     ),
 ]
 """The disruption policy."""
