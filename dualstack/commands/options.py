@@ -17,9 +17,10 @@ from pathlib import Path
 from components.settings import Settings
 from dualstack.commands.output_paths import check_output_file
 from dualstack.errors import UsageError
-from dualstack.gate.criteria import GateReport, evaluate, parse_duration, parse_time, parse_window
+from dualstack.gate.criteria import GateReport, parse_duration, parse_time, parse_window
 from dualstack.gate.data import DEFAULT_BOUNDS, DataBounds
 from dualstack.gate.prometheus import PrometheusClient, check_url
+from dualstack.gate.promotion import evaluate_promotion
 from dualstack.gate.report import format_markdown, format_table
 from dualstack.offline.policy_run import PolicyResult
 from dualstack.repo.stackfile import stack_path
@@ -69,8 +70,11 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run_gate(args: argparse.Namespace, settings: Settings) -> GateReport:
-    """Evaluate the gate for `args.stack` with the shared options; prints the table.
+def run_gate(
+    args: argparse.Namespace, settings: Settings, step: tuple[int, int | None] | None = None
+) -> GateReport:
+    """Evaluate the gate for `args.stack` with the shared options; prints the table. `step`
+    (from, to) in %: the step to judge (promote's); default: from the recorded rung.
 
     Raises UsageError for a missing/bad URL, window, time, bound or --markdown path (before
     any query); PrometheusUnavailable / PrometheusError when Prometheus does not answer or
@@ -96,7 +100,7 @@ def run_gate(args: argparse.Namespace, settings: Settings) -> GateReport:
         )
     check_output_file(args.markdown, "--markdown")
     bounds = DataBounds(int(staleness), args.min_coverage / 100)
-    report = evaluate(settings, args.stack, client, args.window, at, bounds)
+    report = evaluate_promotion(settings, args.stack, client, args.window, at, bounds, step)
     sys.stdout.write(format_table(report))
     if args.markdown is not None:
         args.markdown.write_text(format_markdown(report), encoding="utf-8")

@@ -149,7 +149,7 @@ def _promote(
     _check_deployed(root, args.stack, settings)
     report = None
     if reason is None:
-        report = run_gate(args, settings)
+        report = run_gate(args, settings, (settings.ascend_weight, target))
         if not report.passed:
             print(
                 f"error: gate {verdict(report)}: stack {args.stack} stays at "

@@ -56,7 +56,8 @@ def _not_required_note(report: GateReport) -> str | None:
         return None
     return (
         "Ascend serves 0% of traffic, so there is nothing to compare yet: the "
-        "traffic criteria are shown but not required, and this step rests on precision."
+        "traffic criteria are shown but not required, and this step rests on the split, the "
+        "bake time and precision."
     )
 
 
@@ -79,6 +80,7 @@ def format_table(report: GateReport) -> str:
     note = _not_required_note(report)
     if note:
         lines.append(f"Note: {note}")
+    lines += [f"Note: {extra}" for extra in report.notes]
     return "\n".join(lines) + "\n"
 
 
@@ -103,4 +105,5 @@ def format_markdown(report: GateReport) -> str:
     note = _not_required_note(report)
     if note:
         lines += ["", f"_{note}_"]
+    lines += [line for extra in report.notes for line in ("", f"_{extra}_")]
     return "\n".join(lines) + "\n"
