@@ -117,7 +117,7 @@ def _judge(
     if mirror_since is not None:
         since, whole = max(since, mirror_since), whole and mirror_whole
     held = max(0.0, at - since)
-    held_text = f"held {duration_text(held)}"
+    held_text = f"held >= {bake}" if whole else f"held {duration_text(held)}"
     if not whole:
         left = duration_text(max(0.0, span - held))
         rung = f"{weight}%" + (f" with {mirror}% mirrored" if mirror else "")

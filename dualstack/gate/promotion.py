@@ -72,3 +72,34 @@ def evaluate_promotion(
 
 def _to(target: int | None) -> str:
     return "none (top of the ladder)" if target is None else f"{target}%"
+
+
+def traffic_status(
+    settings, client: PrometheusClient, window: str, at: float, bounds: DataBounds = DEFAULT_BOUNDS
+) -> dict[str, object]:
+    """What `dualstack status` shows of the traffic: the recorded rung, whether the split
+    landed (observed against expected Ascend share) and how long the rung has held, as plain
+    data. Raises PrometheusUnavailable / PrometheusError like the gate."""
+    window_seconds = parse_window(window)
+    rung = window_rung(settings, client, window_seconds, at)
+    split = split_criterion(
+        settings, rung, request_counts(settings, client, window_seconds, at, bounds)
+    )
+    judged = judged_step(settings, rung)
+    bake = bake_criterion(settings, client, judged, rung.mirror, rung, at, bounds)
+    return {
+        "window": window,
+        "rung": rung.text if rung.recorded else None,
+        "split": {
+            "status": split.status,
+            "observed": split.ascend,
+            "expected": split.threshold,
+            "detail": split.detail,
+        },
+        "bake": {
+            "status": bake.status,
+            "held": bake.ascend,
+            "bakeTime": settings.bake_time,
+            "detail": bake.detail,
+        },
+    }

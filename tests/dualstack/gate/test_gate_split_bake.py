@@ -8,6 +8,7 @@ data; the default bakeTime is 24h and the gate's window 30m.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -303,3 +304,35 @@ def test_promote_from_a_rung_that_was_never_deployed_fails_the_bake(repo, promet
         "FAIL: the deployed rules record 50%, not the 20% this step starts from: deploy that "
         "rung and let it bake"
     )
+
+
+def test_status_shows_whether_the_split_landed_and_how_long_the_rung_held(
+    project, prometheus, capsys
+):
+    argv = ["-C", str(project), "status", "--prometheus", prometheus, "--at", str(END)]
+    assert main([*argv, "--stack", "never-landed", "--stack", "recent"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "  split         FAIL: observed 0.00% of requests on Ascend, expected 20.00% at the "
+        "recorded rung 20% (+/- 5.00 pp)"
+    ) in out
+    assert (
+        "  bake          FAIL: the recorded rung is 20% only for the last 6h 0m; the bake time "
+        "is 24h: 18h 0m left"
+    ) in out
+    assert main([*argv, "--stack", "mirror", "--json"]) == 0
+    [status] = json.loads(capsys.readouterr().out)
+    assert status["traffic"]["rung"] == "0% with 10% mirrored"
+    assert status["traffic"]["split"]["status"] == "PASS"
+    assert status["traffic"]["split"]["observed"] == "9.09%"
+    assert status["traffic"]["bake"]["held"] == "held >= 24h"  # proven over the bake window
+
+
+def test_status_without_an_answering_prometheus_still_shows_the_rest(project, capsys):
+    from tests.support.prometheus_server import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"
+    assert main(["-C", str(project), "status", "--stack", "landed", "--prometheus", url]) == 0
+    out = capsys.readouterr().out
+    assert "  weight        20% Ascend, 80% NVIDIA" in out
+    assert f"  split         unknown: Prometheus at {url} is unreachable: connection refused" in out
