@@ -43,13 +43,16 @@ MISMATCH_EXIT_CODE = checker.EXIT_MISMATCH
 
 
 def checker_files() -> dict[str, str]:
-    """The checker's Python files by name (`cli.py` -> source), as shipped in the ConfigMap."""
+    """The checker's Python files by name (`cli.py` -> source), as shipped in the ConfigMap
+    (the prompt sets travel as `prompts.jsonl`, the one file the Job reads)."""
     return {path.name: path.read_text(encoding="utf-8") for path in sorted(PACKAGE.glob("*.py"))}
 
 
 def prompts_jsonl(settings: Settings) -> str:
-    """The prompts the Job sends, as JSON lines: the stack's `prompts` or the built-in set."""
-    prompts = settings.precision_check.prompt_list() or checker.load_prompts(None)
+    """The prompts the Job sends, as JSON lines: the stack's `prompts`, or the built-in set
+    of its mode (the accuracy mode's carries the reference answers)."""
+    check = settings.precision_check
+    prompts = check.prompt_list() or checker.load_prompts(None, check.mode)
     return checker.to_jsonl(prompts)
 
 

@@ -15,6 +15,7 @@ from typing import NoReturn
 
 from dualstack import __version__
 from dualstack.errors import EXIT_ERROR, EXIT_OK, UsageError, error_lines
+from dualstack.redaction import redact
 
 COMMANDS = (
     "render",
@@ -40,8 +41,32 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         command = self.prog.split()[-1] if " " in self.prog else self.prog
-        message = " ".join(message.split())
+        message = printable(" ".join(message.split()))
         self.exit(EXIT_ERROR, f"error: {command}: {message} (see {self.prog} --help)\n")
+
+
+MAX_LINE_CHARS = 1000
+"""Longest error line printed; values inside are already cut to 200 characters (`shown`)."""
+MAX_ERROR_LINES = 40
+"""Most error lines printed for one failure; the rest are counted."""
+
+
+def printable(line: str) -> str:
+    """An error line as printed: credentials redacted, cut to `MAX_LINE_CHARS`."""
+    line = redact(line)
+    if len(line) > MAX_LINE_CHARS:
+        line = f"{line[:MAX_LINE_CHARS]}… ({len(line) - MAX_LINE_CHARS} more characters)"
+    return line
+
+
+def print_error(exc: BaseException) -> None:
+    """Print an expected error: `error: <line>` per line of its message, redacted and cut."""
+    lines = error_lines(exc)
+    shown_lines = lines[:MAX_ERROR_LINES]
+    if len(lines) > MAX_ERROR_LINES:
+        shown_lines.append(f"... and {len(lines) - MAX_ERROR_LINES} more problems")
+    for line in shown_lines:
+        print(f"error: {printable(line)}", file=sys.stderr)
 
 
 def chosen_command(argv: Sequence[str]) -> str | None:
@@ -122,8 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: output closed (broken pipe)", file=sys.stderr)
         return EXIT_ERROR
     except expected_errors() as exc:
-        for line in error_lines(exc):
-            print(f"error: {line}", file=sys.stderr)
+        print_error(exc)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)

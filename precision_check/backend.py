@@ -1,8 +1,9 @@
-"""One OpenAI-compatible backend: the request, the answer, retries, timeouts.
+"""One OpenAI-compatible backend: the request, retries, timeouts (the answer's shapes are
+read by `shapes`).
 
-Request and response shapes follow the OpenAI API reference (completions: `choices[0].text`,
-`logprobs.tokens` / `logprobs.token_logprobs`; chat: `choices[0].message.content`,
-`logprobs.content[].token` / `.logprob`), which vLLM and MindIE implement.
+Requests follow the OpenAI API reference, which vLLM, vLLM-Ascend and MindIE implement:
+completions take `logprobs: k` (the chosen token's logprob and the k most likely), chat takes
+`logprobs: true` and `top_logprobs: k`.
 """
 
 from __future__ import annotations
@@ -15,11 +16,22 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
 from typing import Any
 
 from .options import ENDPOINTS, CheckError, Options
 from .prompts import Prompt
+from .shapes import Answer, head, parse_answer
+
+__all__ = [
+    "Answer",
+    "Backend",
+    "DeadlineReached",
+    "Retryable",
+    "TimedOut",
+    "head",
+    "parse_answer",
+    "request_body",
+]
 
 MAX_BACKOFF = 10.0
 """Seconds: the longest wait before one retry, a server's Retry-After included."""
@@ -41,16 +53,6 @@ class DeadlineReached(CheckError):
     """The run's total deadline passed before this request was answered."""
 
 
-@dataclass(frozen=True)
-class Answer:
-    """A backend's answer: its text, and its tokens with their log-probabilities when the
-    comparison asked for them (empty tuples otherwise)."""
-
-    text: str
-    tokens: tuple[str, ...] = ()
-    logprobs: tuple[float | None, ...] = ()
-
-
 def request_body(options: Options, prompt: Prompt) -> dict[str, Any]:
     """The JSON request: greedy decoding (`temperature: 0`), fixed `max_tokens`, `seed`.
 
@@ -61,57 +63,20 @@ def request_body(options: Options, prompt: Prompt) -> dict[str, Any]:
         body["model"] = options.model
     if options.seed is not None:
         body["seed"] = options.seed
+    top = options.top_k if options.wants_top else None
     if options.endpoint == "chat":
         body["messages"] = list(prompt.messages or [{"role": "user", "content": prompt.prompt}])
         if options.wants_tokens:
             body["logprobs"] = True
+        if top:
+            body["top_logprobs"] = top
         return body
     if prompt.prompt is None:
         raise CheckError(f"prompt {prompt.id} has chat messages; use --endpoint chat")
     body["prompt"] = prompt.prompt
     if options.wants_tokens:
-        body["logprobs"] = 1  # completions API: the chosen token's logprob and 1 alternative
+        body["logprobs"] = top or 1  # the chosen token's logprob and that many alternatives
     return body
-
-
-def head(payload: bytes) -> str:
-    """The first 80 characters of a response body, quoted, for one-line error messages."""
-    return repr(payload[:80].decode("utf-8", "replace"))
-
-
-def parse_answer(payload: bytes, endpoint: str, want_tokens: bool) -> Answer:
-    """An Answer from a response body; raises CheckError when it is not JSON, has no
-    `choices[0]` text, the text is empty (`""`: two empty answers would match, so an empty
-    completion is malformed, never a pass), or it lacks the per-token logprobs `want_tokens`
-    needs. Whitespace is an answer: with a small `max_tokens` it may be all a model says."""
-    try:
-        choice = json.loads(payload)["choices"][0]
-        if endpoint == "chat":
-            text = choice["message"]["content"]
-            entries = (choice.get("logprobs") or {}).get("content") or []
-            tokens = [entry["token"] for entry in entries]
-            logprobs = [entry["logprob"] for entry in entries]
-        else:
-            text = choice["text"]
-            entries = choice.get("logprobs") or {}
-            tokens = entries.get("tokens") or []
-            logprobs = entries.get("token_logprobs") or []
-    except ValueError as exc:
-        raise CheckError(f"malformed response, not JSON ({exc}): {head(payload)}") from None
-    except (KeyError, IndexError, TypeError, AttributeError):
-        raise CheckError(f"malformed response, no choices[0] answer: {head(payload)}") from None
-    if not isinstance(text, str):
-        raise CheckError(f"malformed response, the answer is not text: {head(payload)}")
-    if not text:
-        raise CheckError(f"malformed response, empty answer: {head(payload)}")
-    well_formed = (
-        len(tokens) == len(logprobs)
-        and all(isinstance(t, str) for t in tokens)
-        and all(v is None or isinstance(v, (int, float)) for v in logprobs)
-    )
-    if want_tokens and (not tokens or not well_formed):
-        raise CheckError("no per-token logprobs in the response; does the server support them?")
-    return Answer(text, tuple(tokens), tuple(logprobs))
 
 
 class Backend:
@@ -151,7 +116,10 @@ class Backend:
             try:
                 timeout = min(self.options.timeout, remaining)
                 payload = self._post(body, timeout)
-                return parse_answer(payload, self.options.endpoint, self.options.wants_tokens)
+                options = self.options
+                return parse_answer(
+                    payload, options.endpoint, options.wants_tokens, options.wants_top
+                )
             except TimedOut as exc:
                 if timeout < self.options.timeout:
                     raise DeadlineReached(f"{self.name}: {exc} (deadline)") from None

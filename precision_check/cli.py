@@ -11,12 +11,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .compare import run_check
+from .markdown import format_markdown
 from .options import (
     DEFAULTS,
     ENDPOINTS,
     EXIT_ERROR,
     EXIT_PASS,
+    MAX_TOP_K,
     MODES,
     PREFIX_UNITS,
     CheckError,
@@ -25,6 +26,7 @@ from .options import (
 )
 from .output import PASSED, format_summary, push_metrics
 from .prompts import Prompt, load_prompts
+from .run import run_check
 
 FIELDS = frozenset(f.name for f in dataclasses.fields(Options))
 
@@ -42,7 +44,8 @@ def add_arguments(
 
     def option(name: str, text: str, unset: str = "", **kwargs: Any) -> None:
         default = DEFAULTS.get(name)
-        shown = (defaults or {}).get(name) or (unset if default in (None, ()) else default)
+        plain = unset if default in (None, ()) or isinstance(default, bool) else default
+        shown = (defaults or {}).get(name) or plain
         kwargs.setdefault("dest", name)
         help_text = text + (f" (default: {shown})" if shown != "" else "")
         parser.add_argument(flag(name), default=argparse.SUPPRESS, help=help_text, **kwargs)
@@ -63,7 +66,12 @@ def add_arguments(
         help="send no `seed` (for servers that reject it)",
     )
     option("mode", "comparison mode", choices=MODES)
-    option("min_match_rate", "%% of prompts that must match, above 0", type=float, metavar="PCT")
+    option(
+        "min_match_rate",
+        "%% of answer pairs that must match, above 0 (comparison modes)",
+        type=float,
+        metavar="PCT",
+    )
     option(
         "prefix_length", "prefix mode: leading chars/tokens that must agree", type=int, metavar="N"
     )
@@ -71,12 +79,46 @@ def add_arguments(
     option(
         "tolerance", "logprobs mode: largest absolute logprob difference", type=float, metavar="ABS"
     )
+    option(
+        "top_k",
+        f"topk mode: at the first difference each token must be among the other side's N "
+        f"most likely (1-{MAX_TOP_K})",
+        type=int,
+        metavar="N",
+    )
+    option(
+        "baseline",
+        "send every prompt twice to each backend and judge the cross-hardware agreement "
+        "against each backend's agreement with itself",
+        action="store_true",
+    )
+    parser.add_argument(
+        "--no-baseline",
+        dest="baseline",
+        action="store_const",
+        const=False,
+        default=argparse.SUPPRESS,
+        help="ask each prompt once (overrides a stack's `baseline: true`)",
+    )
+    option(
+        "baseline_margin",
+        "baseline: points the cross agreement may fall below the weaker same-hardware one",
+        type=float,
+        metavar="PTS",
+    )
+    option(
+        "accuracy_tolerance",
+        "accuracy mode: points Ascend may be below NVIDIA, with 95 %% confidence",
+        type=float,
+        metavar="PTS",
+    )
     option("concurrency", "requests in flight per backend", type=int, metavar="N")
     option("timeout", "seconds to wait for one answer", type=float, metavar="S")
     option("retries", "retries on connection errors and HTTP 5xx/429", type=int, metavar="N")
     option("backoff", "seconds before the first retry, doubling", type=float, metavar="S")
     option("deadline", "seconds for the whole check", type=float, metavar="S")
     option("json_report", "write the JSON report to FILE", metavar="FILE")
+    option("markdown_report", "write the Markdown report to FILE", metavar="FILE")
     option("pushgateway", "push precision_check_* metrics to this Pushgateway", metavar="URL")
     option("push_job", "Pushgateway job name", metavar="NAME")
     option(
@@ -114,6 +156,8 @@ def to_argv(options: Options) -> list[str]:
             continue
         if f.name == "seed" and value is None:
             argv.append("--no-seed")
+        elif isinstance(value, bool):
+            argv.append(flag(f.name))  # a store_true flag: only True differs from the default
         elif isinstance(value, tuple):
             argv += [arg for item in value for arg in (flag(f.name), item)]
         else:
@@ -130,28 +174,37 @@ def run_cli(
     then the optional JSON report and push. `base` supplies defaults under the flags;
     `prompts` replaces the built-in set when no --prompts is given.
 
-    Returns the exit code: 0 pass, 1 mismatch over threshold, 2 could not complete (also
-    when the report cannot be written or the push fails).
+    Returns the exit code: 0 pass, 1 mismatch over threshold or inconclusive, 2 could not
+    complete (also when a report cannot be written or the push fails).
     """
     try:
         options = options_from_args(args, base)
         if options.prompts or prompts is None:
-            prompts = load_prompts(options.prompts)
+            prompts = load_prompts(options.prompts, options.mode)
         report = run_check(options, prompts)
     except CheckError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     sys.stdout.write(format_summary(report))
     problems = report.errors[:1]
+    reports = (
+        (
+            "--json",
+            options.json_report,
+            lambda: json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n",
+        ),
+        ("--markdown", options.markdown_report, lambda: format_markdown(report)),
+    )
+    for name, path, render in reports:
+        try:
+            if path:
+                Path(path).write_text(render(), encoding="utf-8")
+        except OSError as exc:
+            problems.append(f"{name} {path}: {exc.strerror or exc}")
     try:
-        if options.json_report:
-            text = json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n"
-            Path(options.json_report).write_text(text, encoding="utf-8")
         if options.pushgateway:
             url = push_metrics(report)
             print(f"pushed {PASSED}={int(report.exit_code == EXIT_PASS)} to {url}")
-    except OSError as exc:
-        problems.append(f"--json {options.json_report}: {exc.strerror or exc}")
     except CheckError as exc:
         problems.append(str(exc))
     for problem in problems:
@@ -165,7 +218,8 @@ def build_parser(prog: str = "precision_check") -> argparse.ArgumentParser:
         prog=prog,
         description="Send the same prompts to an NVIDIA and an Ascend OpenAI-compatible "
         "backend and compare the answers.",
-        epilog="Exit codes: 0 pass, 1 mismatch over threshold, 2 could not complete.",
+        epilog="Exit codes: 0 pass, 1 mismatch over threshold (or inconclusive), 2 could not "
+        "complete.",
     )
     add_arguments(parser)
     return parser

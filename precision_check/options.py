@@ -9,14 +9,20 @@ from dataclasses import dataclass
 
 EXIT_PASS, EXIT_MISMATCH, EXIT_ERROR = 0, 1, 2
 HARDWARE = ("nvidia", "ascend")
-MODES = ("exact", "prefix", "logprobs")
+MODES = ("exact", "prefix", "logprobs", "topk", "accuracy")
+COMPARISONS = MODES[:4]
+"""The modes that compare the two backends' answers with each other (`accuracy` scores each
+against reference answers instead)."""
+MAX_TOP_K = 20
+"""The largest `--top-k`: vLLM's default `--max-logprobs` and OpenAI's chat `top_logprobs`
+limit."""
 PREFIX_UNITS = ("chars", "tokens")
 ENDPOINTS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 """OpenAI-compatible paths (platform.openai.com/docs/api-reference; vLLM and MindIE serve
 both)."""
-METRIC_LABELS = ("job", "ascend_image", "nvidia_image", "mode")
+METRIC_LABELS = ("job", "ascend_image", "nvidia_image", "mode", "hardware")
 """Labels the pushed series carry themselves; grouping labels must not reuse them."""
-FLAGS = {"json_report": "--json", "push_labels": "--push-label"}
+FLAGS = {"json_report": "--json", "markdown_report": "--markdown", "push_labels": "--push-label"}
 """Flags whose name is not `--` + the field name with dashes."""
 
 
@@ -56,10 +62,11 @@ class Options:
     """Everything one run needs; each field is the command-line flag `flag(name)`.
 
     Units: `min_match_rate` in % (above 0), `timeout`, `backoff` and `deadline` in seconds,
-    `tolerance` in natural-log units (absolute difference of two log-probabilities).
-    `concurrency` is the number of requests in flight on EACH backend. Raises CheckError
-    naming the flag when a value is out of range, and when `nvidia` and `ascend` name the
-    same server (`server_of`).
+    `tolerance` in natural-log units (absolute difference of two log-probabilities),
+    `baseline_margin` and `accuracy_tolerance` in percentage points. `concurrency` is the
+    number of requests in flight on EACH backend. `baseline` sends every prompt twice to each
+    backend (comparison modes only). Raises CheckError naming the flag when a value is out of
+    range, and when `nvidia` and `ascend` name the same server (`server_of`).
     """
 
     nvidia: str
@@ -74,12 +81,17 @@ class Options:
     prefix_length: int = 32
     prefix_unit: str = "chars"
     tolerance: float = 0.01
+    top_k: int = 5
+    baseline: bool = False
+    baseline_margin: float = 5.0
+    accuracy_tolerance: float = 5.0
     concurrency: int = 8
     timeout: float = 60.0
     retries: int = 3
     backoff: float = 0.5
     deadline: float = 600.0
     json_report: str | None = None
+    markdown_report: str | None = None
     pushgateway: str | None = None
     push_job: str = "precision_check"
     push_labels: tuple[str, ...] = ()
@@ -106,6 +118,25 @@ class Options:
         for name in ("max_tokens", "prefix_length", "concurrency"):
             if getattr(self, name) < 1:
                 raise CheckError(f"{flag(name)} {getattr(self, name)}: must be at least 1")
+        if not 1 <= self.top_k <= MAX_TOP_K:
+            raise CheckError(
+                f"--top-k {self.top_k}: must be 1 to {MAX_TOP_K} (servers return at most "
+                f"{MAX_TOP_K} alternatives per token)"
+            )
+        if not 0 <= self.baseline_margin <= 100:
+            raise CheckError(
+                f"--baseline-margin {self.baseline_margin:g}: must be 0 to 100 (points)"
+            )
+        if not 0 < self.accuracy_tolerance < 100:
+            raise CheckError(
+                f"--accuracy-tolerance {self.accuracy_tolerance:g}: must be above 0 and below "
+                "100 (points)"
+            )
+        if self.baseline and self.mode not in COMPARISONS:
+            raise CheckError(
+                f"--baseline with --mode {self.mode}: the baseline repeats a comparison; one of "
+                f"{COMPARISONS}"
+            )
         for name in ("timeout", "deadline", "tolerance"):
             if not getattr(self, name) > 0:
                 raise CheckError(f"{flag(name)} {getattr(self, name)}: must be above 0")
@@ -132,7 +163,18 @@ class Options:
     @property
     def wants_tokens(self) -> bool:
         """True when the comparison needs the backends' tokens (`logprobs` is requested)."""
-        return self.mode == "logprobs" or (self.mode == "prefix" and self.prefix_unit == "tokens")
+        tokens = self.mode == "prefix" and self.prefix_unit == "tokens"
+        return tokens or self.mode in ("logprobs", "topk")
+
+    @property
+    def wants_top(self) -> bool:
+        """True when the comparison needs each token's `top_k` most likely alternatives."""
+        return self.mode == "topk"
+
+    @property
+    def runs(self) -> int:
+        """How many times each backend is asked each prompt: 2 with `baseline`, else 1."""
+        return 2 if self.baseline else 1
 
 
 DEFAULTS = {

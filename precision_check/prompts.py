@@ -1,8 +1,11 @@
-"""The prompts both backends answer: parsing, validation, the built-in set.
+"""The prompts both backends answer: parsing, validation, the built-in sets.
 
 The seed article sent one prompt 50 times, which tests one input 50 times; here every prompt
 must differ, and the built-in set (`prompts.jsonl` beside this file) covers explanation,
-arithmetic, code, SQL, translation (German, Chinese), extraction, formats and Unicode.
+arithmetic, code, SQL, translation (German, Chinese), extraction, formats and Unicode. The
+accuracy mode's built-in set (`accuracy.jsonl`) has 100 short-answer and arithmetic items,
+each with its exact `answer`: enough that two backends answering every item right pass a
+5-point tolerance (below 73 items the 95 % interval of the difference is wider than that).
 """
 
 from __future__ import annotations
@@ -15,15 +18,25 @@ from typing import Any
 from .options import CheckError
 
 BUILTIN_PROMPTS = Path(__file__).with_name("prompts.jsonl")
+BUILTIN_ACCURACY = Path(__file__).with_name("accuracy.jsonl")
+KEYS = frozenset({"id", "prompt", "messages", "answer"})
+
+
+def builtin_file(mode: str) -> Path:
+    """The built-in prompt file of a mode: `accuracy.jsonl` for `accuracy`, else
+    `prompts.jsonl`."""
+    return BUILTIN_ACCURACY if mode == "accuracy" else BUILTIN_PROMPTS
 
 
 @dataclass(frozen=True)
 class Prompt:
-    """One request: a completion `prompt` or chat `messages` (exactly one of them is set)."""
+    """One request: a completion `prompt` or chat `messages` (exactly one of them is set),
+    and for the accuracy mode its reference `answers` (any of them is right)."""
 
     id: str
     prompt: str | None = None
     messages: tuple[dict[str, str], ...] | None = None
+    answers: tuple[str, ...] | None = None
 
     @property
     def text(self) -> str:
@@ -37,6 +50,8 @@ class Prompt:
             if self.prompt is not None
             else {"messages": list(self.messages)}
         )
+        if self.answers is not None:
+            body["answer"] = self.answers[0] if len(self.answers) == 1 else list(self.answers)
         return {"id": self.id, **body}
 
 
@@ -53,9 +68,23 @@ def _valid_messages(messages: Any) -> bool:
     )
 
 
+def _answers(answer: Any) -> tuple[str, ...] | None:
+    """`answer` (a text, a number, or a list of them) as a tuple of texts; None when absent.
+    Raises ValueError when an item is not non-empty text or a number."""
+    if answer is None:
+        return None
+    items = list(answer) if isinstance(answer, list | tuple) else [answer]
+    texts = [str(a) for a in items if isinstance(a, str | int) and not isinstance(a, bool)]
+    if not items or len(texts) != len(items) or not all(t.strip() for t in texts):
+        raise ValueError(answer)
+    return tuple(texts)
+
+
 def parse_prompts(items: Any, origin: str) -> list[Prompt]:
     """Prompts from decoded items: strings, or mappings of `prompt` (text) or `messages`
-    (list of {role, content}) with an optional `id` (default `p01`, `p02`, ...).
+    (list of {role, content}) with an optional `id` (default `p01`, `p02`, ...) and an
+    optional reference `answer` (a text or a list of accepted texts; the accuracy mode needs
+    it on every item).
 
     Raises CheckError naming `origin` and the item on a malformed item, a repeated prompt, a
     repeated id or an empty list.
@@ -67,8 +96,10 @@ def parse_prompts(items: Any, origin: str) -> list[Prompt]:
     for index, raw in enumerate(items, 1):
         where = f"{origin} item {index}"
         item = {"prompt": raw} if isinstance(raw, str) else raw
-        if not isinstance(item, dict) or set(item) - {"id", "prompt", "messages"}:
-            raise CheckError(f"{where}: expected a string or a mapping of id, prompt|messages")
+        if not isinstance(item, dict) or set(item) - KEYS:
+            raise CheckError(
+                f"{where}: expected a string or a mapping of id, prompt|messages, answer"
+            )
         text, messages = item.get("prompt"), item.get("messages")
         if (text is None) == (messages is None):
             raise CheckError(f"{where}: give exactly one of `prompt` and `messages`")
@@ -76,6 +107,10 @@ def parse_prompts(items: Any, origin: str) -> list[Prompt]:
             raise CheckError(f"{where}: the prompt must be non-empty text")
         if messages is not None and not _valid_messages(messages):
             raise CheckError(f"{where}: messages must be a list of {{role, content}} mappings")
+        try:
+            answers = _answers(item.get("answer"))
+        except ValueError:
+            raise CheckError(f"{where}: answer must be non-empty text or a list of texts") from None
         key = json.dumps(text if text is not None else messages, sort_keys=True)
         if key in seen:
             raise CheckError(f"{where} repeats item {seen[key]}: every prompt must differ")
@@ -83,18 +118,19 @@ def parse_prompts(items: Any, origin: str) -> list[Prompt]:
         prompt_id = str(item.get("id") or f"p{index:02d}")
         if any(p.id == prompt_id for p in prompts):
             raise CheckError(f"{where}: id {prompt_id!r} is used twice")
-        prompts.append(Prompt(prompt_id, text, tuple(messages) if messages else None))
+        prompts.append(Prompt(prompt_id, text, tuple(messages) if messages else None, answers))
     return prompts
 
 
-def load_prompts(path: str | Path | None) -> list[Prompt]:
+def load_prompts(path: str | Path | None, mode: str = "exact") -> list[Prompt]:
     """Prompts from a file: JSON lines (one JSON string or object per line; blank lines and
     `#` comments skipped) or, for `.yaml`/`.yml`, a YAML list (needs PyYAML, which the local
-    CLI has and the Job does not need). None reads the built-in set.
+    CLI has and the Job does not need). None reads the built-in set of `mode`
+    (`builtin_file`).
 
     Raises CheckError on an unreadable file or any `parse_prompts` problem.
     """
-    file = Path(path) if path else BUILTIN_PROMPTS
+    file = Path(path) if path else builtin_file(mode)
     try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

@@ -12,13 +12,28 @@ line per bad key naming the key, the value seen and what is allowed.
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
-from components.settings.base import ConfigModel
+from components import api_rules
+from components.settings.base import (
+    ConfigModel,
+    Quantity,
+    api_rule,
+    check_requests_within_limits,
+    label_map,
+)
 from components.settings.images import pinned_image
 from components.settings.monitoring import MonitoringSettings
 from components.settings.policy import PolicySettings
@@ -30,6 +45,7 @@ from components.settings.routing import (
     TesterPinningSettings,
     mirror_problem,
 )
+from components.settings.scalars import INT32_MAX, Bool, Int, Number, kind_of, shown
 from components.settings.security import (
     ASCEND_SCRATCH,
     HWHIAIUSER_GID,
@@ -49,10 +65,17 @@ TOTAL_WEIGHT = 100
 
 Hardware = Literal["nvidia", "ascend"]
 
-# A DNS-1123 label: Kubernetes names of namespaces, Services and label values we generate.
-_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
-DnsLabel = Annotated[str, Field(pattern=_DNS_LABEL, max_length=63)]
-Percent = Annotated[int, Field(ge=0, le=100)]
+DnsLabel = Annotated[str, api_rule(api_rules.dns1123_label)]
+"""A DNS-1123 label: namespaces, object names that are also label values (`app`, `version`)."""
+NodeName = Annotated[str, api_rule(api_rules.dns1123_subdomain)]
+"""A node name is a DNS-1123 subdomain (ValidateNodeName): `ip-10-0-0-1.ec2.internal`."""
+Percent = Annotated[Int, Field(ge=0, le=100)]
+ExtendedResource = Annotated[str, api_rule(api_rules.extended_resource_name)]
+"""An extended resource a device plugin advertises (`nvidia.com/gpu`)."""
+HostPath = Annotated[str, api_rule(api_rules.absolute_path)]
+"""An absolute path on the node, without `..`."""
+Count32 = Annotated[Int, Field(ge=0, le=INT32_MAX)]
+"""A count stored in an int32 API field (replicas, seconds of a probe)."""
 
 
 class SettingsError(ValueError):
@@ -62,18 +85,15 @@ class SettingsError(ValueError):
 Image = Annotated[str, Field(min_length=1)]
 
 
-# A taint key: an optional DNS-subdomain prefix and a name (Kubernetes qualified name).
-_TAINT_KEY = (
-    r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
-)
-_TAINT_VALUE = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$"
-
-
 class TaintSettings(ConfigModel):
     """One node taint `key=value:effect`, as in `Node.spec.taints`."""
 
-    key: str = Field(pattern=_TAINT_KEY, description="Taint key, e.g. `nvidia.com/gpu`.")
-    value: str = Field("", pattern=_TAINT_VALUE, description="Taint value; may be empty.")
+    key: Annotated[str, api_rule(api_rules.qualified_name)] = Field(
+        description="Taint key, e.g. `nvidia.com/gpu`."
+    )
+    value: Annotated[str, api_rule(api_rules.label_value)] = Field(
+        "", description="Taint value; may be empty."
+    )
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(
         description="What the taint does to pods that do not tolerate it."
     )
@@ -96,21 +116,22 @@ class PoolSettings(ConfigModel):
     """
 
     name: DnsLabel = Field(description="Pool name; the value of the `pool` label and taint.")
-    nodes: tuple[DnsLabel, ...] = Field(
-        min_length=1, description="Names of the Kubernetes nodes in the pool."
+    nodes: tuple[NodeName, ...] = Field(
+        min_length=1, description="Names of the Kubernetes nodes in the pool (DNS subdomains)."
     )
-    labels: dict[str, str] = Field(
-        default_factory=dict, description="Extra node labels (accelerator, model, status)."
+    labels: Annotated[dict[str, str], label_map(frozenset({"pool"}))] = Field(
+        default_factory=dict,
+        description="Extra node labels (accelerator, model, status); `pool` is the program's.",
     )
-    accelerators_per_node: int = Field(
-        8, ge=1, description="Accelerator devices each node offers (for capacity checks)."
+    accelerators_per_node: Int = Field(
+        8, ge=1, le=INT32_MAX, description="Accelerator devices each node offers."
     )
     extra_taints: tuple[TaintSettings, ...] = Field(
         (),
         description="Taints the patch keeps on every node of the pool, after the pool taint; "
         "the node's taint list is atomic, so a taint not listed here is removed.",
     )
-    force_patch: bool = Field(
+    force_patch: Bool = Field(
         False,
         description="Force the patch over field-manager conflicts (`pulumi.com/patchForce`): "
         "takes over the labels set and the WHOLE taint list of each node, whoever set them.",
@@ -144,12 +165,18 @@ class PoolSettings(ConfigModel):
 
 
 class ResourceSettings(ConfigModel):
-    """CPU and memory requests and limits of one inference container (Kubernetes quantities)."""
+    """CPU and memory requests and limits of one inference container (Kubernetes quantities);
+    a request may not exceed its limit (ValidateResourceRequirements)."""
 
-    cpu_request: str = Field("4", description="CPU request, e.g. `4` or `500m`.")
-    memory_request: str = Field("32Gi", description="Memory request, e.g. `32Gi`.")
-    cpu_limit: str = Field("8", description="CPU limit.")
-    memory_limit: str = Field("64Gi", description="Memory limit.")
+    cpu_request: Quantity = Field("4", description="CPU request, e.g. `4` or `500m`.")
+    memory_request: Quantity = Field("32Gi", description="Memory request, e.g. `32Gi`.")
+    cpu_limit: Quantity = Field("8", description="CPU limit.")
+    memory_limit: Quantity = Field("64Gi", description="Memory limit.")
+
+    @model_validator(mode="after")
+    def _requests_within_limits(self) -> ResourceSettings:
+        check_requests_within_limits(self)
+        return self
 
 
 class HardwareSettings(ConfigModel):
@@ -158,13 +185,17 @@ class HardwareSettings(ConfigModel):
     deployment_name: DnsLabel = Field(description="Name of the Deployment.")
     version: DnsLabel = Field(description="Value of the pods' `version` label (blue/green).")
     image: Image = Field(description="Container image, pinned by tag or digest.")
-    accelerator_resource: str = Field(
+    accelerator_resource: ExtendedResource = Field(
         description="Extended resource the device plugin advertises, e.g. `nvidia.com/gpu`."
     )
-    accelerators_per_pod: int = Field(1, ge=1, description="Accelerators each pod requests.")
+    accelerators_per_pod: Int = Field(
+        1, ge=1, le=INT32_MAX, description="Accelerators each pod requests."
+    )
     pool: PoolSettings = Field(description="The node pool the pods are pinned to.")
-    driver_host_path: str | None = Field(
-        None, description="Host path of the accelerator driver, mounted read-only at the same path."
+    driver_host_path: HostPath | None = Field(
+        None,
+        description="Absolute host path of the accelerator driver, mounted read-only at the "
+        "same path.",
     )
     resources: ResourceSettings = Field(default_factory=ResourceSettings)
     scratch: tuple[ScratchVolume, ...] = Field(
@@ -181,6 +212,16 @@ class HardwareSettings(ConfigModel):
         return pinned_image(image)
 
     @model_validator(mode="after")
+    def _pod_fits_a_node(self) -> HardwareSettings:
+        if self.accelerators_per_pod > self.pool.accelerators_per_node:
+            raise ValueError(
+                f"acceleratorsPerPod {self.accelerators_per_pod} is more than one node of the "
+                f"pool offers (pool.acceleratorsPerNode {self.pool.accelerators_per_node}): "
+                "such a pod can never be scheduled"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _distinct_scratch(self) -> HardwareSettings:
         driver = {"accelerator-driver": self.driver_host_path} if self.driver_host_path else {}
         if problem := scratch_problem(self.scratch, driver):
@@ -194,7 +235,7 @@ class NvidiaSettings(HardwareSettings):
     deployment_name: DnsLabel = "inference-blue"
     version: DnsLabel = "blue"
     image: Image = "registry/inference-service:v1.2.3-cuda"
-    accelerator_resource: str = "nvidia.com/gpu"
+    accelerator_resource: ExtendedResource = "nvidia.com/gpu"
     pool: PoolSettings = PoolSettings(
         name="nvidia",
         nodes=("nvidia-01", "nvidia-02", "nvidia-03"),
@@ -212,7 +253,7 @@ class AscendSettings(HardwareSettings):
     deployment_name: DnsLabel = "inference-green"
     version: DnsLabel = "green"
     image: Image = "registry/inference-service:v1.2.3-npu"
-    accelerator_resource: str = "huawei.com/Ascend910"
+    accelerator_resource: ExtendedResource = "huawei.com/Ascend910"
     pool: PoolSettings = PoolSettings(
         name="ascend",
         nodes=("ascend-01", "ascend-02"),
@@ -222,7 +263,7 @@ class AscendSettings(HardwareSettings):
             "migration-status": "testing",
         },
     )
-    driver_host_path: str | None = "/usr/local/Ascend/driver"
+    driver_host_path: HostPath | None = "/usr/local/Ascend/driver"
     scratch: tuple[ScratchVolume, ...] = ASCEND_SCRATCH
     supplemental_groups: tuple[GroupId, ...] = (HWHIAIUSER_GID,)
 
@@ -230,42 +271,70 @@ class AscendSettings(HardwareSettings):
 class ServiceSettings(ConfigModel):
     """The inference service as clients see it."""
 
-    name: DnsLabel = Field(
-        "inference-service", description="Shared Service; also the `app` label value."
+    name: Annotated[str, api_rule(api_rules.dns1035_label)] = Field(
+        "inference-service",
+        description="Shared Service (a DNS-1035 label); also the `app` label value. The direct "
+        "Services append `-nvidia` / `-ascend`, so at most 56 characters.",
     )
-    port: int = Field(8000, ge=1, le=65535, description="Service and container port.")
+    port: Int = Field(8000, ge=1, le=65535, description="Service and container port.")
+
+    @field_validator("name")
+    @classmethod
+    def _direct_names_fit(cls, name: str) -> str:
+        longest = max((f"{name}-{hardware}" for hardware in HARDWARE), key=len)
+        if why := api_rules.dns1035_label(longest):
+            raise ValueError(
+                f"the direct Service {longest[:80]!r} ({len(longest)} characters) is {why}; "
+                f"keep the name at most {api_rules.DNS1123_LABEL_MAX - len(longest) + len(name)}"
+                " characters"
+            )
+        return name
 
 
 class ProbeSettings(ConfigModel):
     """HTTP startup, readiness and liveness probes of the inference container (seconds)."""
 
     path: str = Field("/health", pattern=r"^/", description="HTTP path answering 200 when ready.")
-    initial_delay_seconds: int = Field(
-        30, ge=0, description="Delay before the first readiness probe after startup, s."
+    initial_delay_seconds: Count32 = Field(
+        30, description="Delay before the first readiness probe after startup, s."
     )
-    startup_timeout_seconds: int = Field(
-        600, ge=0, description="Time a new pod may take to load its model and answer, s."
+    startup_timeout_seconds: Count32 = Field(
+        600, description="Time a new pod may take to load its model and answer, s."
     )
-    period_seconds: int = Field(10, ge=1, description="Probe interval, s.")
-    timeout_seconds: int = Field(5, ge=1, description="Probe timeout, s.")
-    failure_threshold: int = Field(3, ge=1, description="Failures before unready/restart.")
+    period_seconds: Count32 = Field(10, ge=1, description="Probe interval, s.")
+    timeout_seconds: Count32 = Field(5, ge=1, description="Probe timeout, s.")
+    failure_threshold: Count32 = Field(3, ge=1, description="Failures before unready/restart.")
 
 
 class CapacitySettings(ConfigModel):
     """How many pods each backend runs; see `components.capacity` for the formula."""
 
-    total_replicas: int = Field(
+    total_replicas: Count32 = Field(
         4, ge=1, description="NVIDIA pods that serve 100% of traffic (the article's 4)."
     )
-    headroom: float = Field(
+    headroom: Number = Field(
         1.2, ge=1.0, le=3.0, description="Over-provisioning factor on Ascend's share."
     )
-    ascend_capacity_ratio: float = Field(
+    ascend_capacity_ratio: Number = Field(
         1.0, gt=0, le=10, description="Throughput of one Ascend pod relative to one NVIDIA pod."
     )
-    retired_nvidia_replicas: int = Field(
-        1, ge=0, description="NVIDIA pods kept at weight 100 (warm for rollback and checks)."
+    retired_nvidia_replicas: Count32 = Field(
+        1, description="NVIDIA pods kept at weight 100 (warm for rollback and checks)."
     )
+
+    @model_validator(mode="after")
+    def _replicas_fit_int32(self) -> CapacitySettings:
+        # Ascend's pods at weight 100 (the most any ladder step asks); Deployment.spec.replicas
+        # is an int32 (k8s.io/api/apps/v1/types.go).
+        needed = self.total_replicas * self.headroom / self.ascend_capacity_ratio
+        if not needed <= INT32_MAX:
+            raise ValueError(
+                f"at weight 100 Ascend would need {needed:.3g} pods (totalReplicas "
+                f"{self.total_replicas} x headroom {self.headroom:g} / ascendCapacityRatio "
+                f"{self.ascend_capacity_ratio:g}), more than a Deployment's replicas allow "
+                f"({INT32_MAX}); raise ascendCapacityRatio or lower totalReplicas"
+            )
+        return self
 
 
 class IstioSettings(ConfigModel):
@@ -274,12 +343,12 @@ class IstioSettings(ConfigModel):
     api_version: Literal["networking.istio.io/v1", "networking.istio.io/v1beta1"] = Field(
         "networking.istio.io/v1", description="v1 is GA since Istio 1.22; v1beta1 for older."
     )
-    gateways: tuple[str, ...] = Field(
+    gateways: tuple[Annotated[str, api_rule(api_rules.gateway_name)], ...] = Field(
         (),
         description="Istio Gateways (`namespace/name`) the VirtualService also binds; empty "
         "means sidecar (mesh) traffic only, as in the article.",
     )
-    hosts: tuple[str, ...] = Field(
+    hosts: tuple[Annotated[str, api_rule(api_rules.hostname)], ...] = Field(
         (), description="Extra hosts the VirtualService answers for (the gateways' hostnames)."
     )
     virtual_service_name: DnsLabel = "inference-vs"
@@ -391,23 +460,78 @@ def _decode(value: Any) -> Any:
     return value
 
 
-def _describe(error: dict[str, Any]) -> str:
+_EXPECTED = {
+    "tuple_type": "a list (a YAML sequence)",
+    "list_type": "a list (a YAML sequence)",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+    "string_type": "a string",
+}
+"""Pydantic error types that mean "wrong kind of value" -> what the key takes."""
+
+
+def _innermost(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Errors whose key holds no other error: a list with one bad item says only that, not
+    also "should have at least 1 item after validation" about the list."""
+    locs = [tuple(e["loc"]) for e in errors]
+    return [
+        e
+        for e, loc in zip(errors, locs, strict=True)
+        if not any(len(other) > len(loc) and other[: len(loc)] == loc for other in locs)
+    ]
+
+
+def _describe(error: dict[str, Any], hints: Mapping[str, str]) -> str:
+    """One line for one pydantic error: the full key, the value (cut to 200 characters) and
+    what is allowed. `hints` maps a top-level key to a note for a missing key."""
     path = ".".join(str(part) for part in error["loc"])
     key = f"{PROJECT}:{path}" if path else PROJECT
     message = error["msg"].removeprefix("Value error, ")
-    if (
-        error["type"] == "string_pattern_mismatch"
-        and error.get("ctx", {}).get("pattern") == _DNS_LABEL
-    ):
-        message = "not a DNS-1123 label (lowercase letters, digits and '-', 1 to 63 characters)"
+    value = error.get("input")
+    if error["type"] in _EXPECTED:
+        message = f"expected {_EXPECTED[error['type']]}, got {kind_of(value)}"
     if error["type"] == "missing":
         flag = "--path " if "." in path else ""
-        return f"{key}: missing; set it with `pulumi config set {flag}{path} <value>`"
+        hint = hints.get(path, "")
+        return f"{key}: missing; set it with `pulumi config set {flag}{path} <value>`{hint}"
     if error["type"] == "extra_forbidden":
-        return f"{key}: unknown key (value {error['input']!r}); check its spelling"
-    if error["loc"] and "input" in error and not isinstance(error["input"], dict):
-        return f"{key} = {error['input']!r}: {message}"
+        close = difflib.get_close_matches(str(error["loc"][-1]), _keys_beside(error["loc"]), 1)
+        spelling = f"did you mean {close[0]}?" if close else "check its spelling"
+        return f"{key}: unknown key (value {shown(value)}); {spelling}"
+    if error["type"] == "too_short":
+        least = error.get("ctx", {}).get("min_length", 1)
+        message = f"expected at least {least} item{'s' if least != 1 else ''}"
+    if error["loc"] and "input" in error and not isinstance(value, dict):
+        return f"{key} = {shown(value)}: {message}"
     return f"{key}: {message}"
+
+
+def _keys_beside(loc: tuple[Any, ...]) -> list[str]:
+    """The keys the model holding `loc`'s last part accepts (for "did you mean")."""
+    model: type[BaseModel] = Settings
+    for part in loc[:-1]:
+        field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
+        annotation = field.annotation if field is not None else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return []
+        model = annotation
+    return [field.alias or name for name, field in model.model_fields.items()]
+
+
+def _foreign_hints(config: Mapping[str, Any], prefix: str) -> dict[str, str]:
+    """For each key of this project found only under another namespace (`other:ascendWeight`),
+    the note a "missing" line gets: the project's namespace comes from Pulumi.yaml `name`."""
+    known = {field.alias or name for name, field in Settings.model_fields.items()}
+    hints: dict[str, list[str]] = {}
+    for full in config:
+        namespace, colon, key = str(full).partition(":")
+        if colon and f"{namespace}:" != prefix and key in known:
+            hints.setdefault(key, []).append(f"{namespace}:{key}")
+    return {
+        key: f" (found {', '.join(found)}: keys of this project go under `{prefix}`)"
+        for key, found in hints.items()
+    }
 
 
 def load_settings(config: Mapping[str, Any], project: str = PROJECT) -> Settings:
@@ -434,4 +558,6 @@ def load_settings(config: Mapping[str, Any], project: str = PROJECT) -> Settings
     try:
         return Settings.model_validate(raw)
     except ValidationError as exc:
-        raise SettingsError("\n".join(_describe(e) for e in exc.errors())) from None
+        hints = _foreign_hints(config, prefix)
+        lines = [_describe(e, hints) for e in _innermost(exc.errors())]
+        raise SettingsError("\n".join(lines)) from None

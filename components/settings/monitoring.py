@@ -13,7 +13,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from components.settings.base import ConfigModel
+from components import api_rules
+from components.settings.base import ConfigModel, api_rule, label_map
+from components.settings.scalars import Bool, Number
 
 MetricName = Annotated[str, Field(pattern=r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")]
 """A Prometheus metric name (prometheus.io/docs/concepts/data_model)."""
@@ -21,7 +23,7 @@ LabelName = Annotated[str, Field(pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$")]
 """A Prometheus label name."""
 PromDuration = Annotated[str, Field(pattern=r"^([0-9]+(ms|s|m|h|d|w|y))+$")]
 """A Prometheus duration such as `30s`, `5m` or `1h30m`."""
-Price = Annotated[float, Field(gt=0)]
+Price = Annotated[Number, Field(gt=0)]
 
 DCGM_INT32_BLANK = 2147483632.0
 """0x7ffffff0: the smallest of DCGM's "blank" sentinels (INT32 blank; the INT64 blank is
@@ -43,7 +45,7 @@ class DcgmExporterSettings(ConfigModel):
         "namespace", description="Label naming the namespace of the pod a GPU is assigned to."
     )
     model_label: LabelName = Field("modelName", description="Label carrying the GPU model.")
-    blank_floor: float = Field(
+    blank_floor: Number = Field(
         DCGM_INT32_BLANK,
         gt=0,
         description="Values at or above this are DCGM 'blank'/unsupported sentinels and dropped.",
@@ -162,21 +164,23 @@ class PriceSettings(ConfigModel):
 class DashboardSettings(ConfigModel):
     """The Grafana dashboard ConfigMap, found by the Grafana sidecar through its label."""
 
-    enabled: bool = True
+    enabled: Bool = True
     namespace: str | None = Field(
         None,
         pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
         description="Namespace the sidecar watches; default: the stack's namespace.",
     )
-    label: LabelName = Field("grafana_dashboard", description="Label the sidecar selects on.")
-    label_value: str = "1"
+    label: Annotated[LabelName, api_rule(api_rules.qualified_name)] = Field(
+        "grafana_dashboard", description="Label the sidecar selects on (a Kubernetes label key)."
+    )
+    label_value: Annotated[str, api_rule(api_rules.label_value)] = "1"
     folder: str | None = Field(None, description="Grafana folder (`grafana_folder` annotation).")
 
 
 class MonitoringSettings(ConfigModel):
     """Which Prometheus rules and Grafana dashboard to render (`components.monitoring`)."""
 
-    enabled: bool = Field(True, description="Render the PrometheusRule and Grafana dashboard.")
+    enabled: Bool = Field(True, description="Render the PrometheusRule and Grafana dashboard.")
     request_source: Literal["istio", "app"] = Field(
         "istio", description="Request metrics from Istio telemetry or the app's own metrics."
     )
@@ -187,7 +191,7 @@ class MonitoringSettings(ConfigModel):
     prices: PriceSettings = Field(default_factory=PriceSettings)
     evaluation_interval: PromDuration = Field("30s", description="Rule group interval.")
     alerts: AlertsSettings = Field(default_factory=AlertsSettings)
-    rule_labels: dict[str, str] = Field(
+    rule_labels: Annotated[dict[str, str], label_map()] = Field(
         default_factory=dict,
         description="Labels of the PrometheusRule object (the Prometheus ruleSelector, e.g. "
         "`release: kube-prometheus-stack`).",

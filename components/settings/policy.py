@@ -9,12 +9,13 @@ import re
 from pydantic import Field, field_validator
 
 from components.settings.base import ConfigModel
+from components.settings.scalars import Int
 
 
 class PolicySettings(ConfigModel):
     """How far one step may move the Ascend weight, and what counts as one release."""
 
-    max_step: int | None = Field(
+    max_step: Int | None = Field(
         None,
         ge=1,
         le=100,

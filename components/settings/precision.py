@@ -10,17 +10,16 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
-from components.settings.base import ConfigModel
+from components.settings.base import ConfigModel, Quantity, check_requests_within_limits
 from components.settings.images import parse_image
+from components.settings.scalars import Bool, Int, Number
 from precision_check import DEFAULTS, CheckError, Prompt, parse_prompts
+from precision_check.options import COMPARISONS, MAX_TOP_K
 
 # Five cron fields (minute hour day-of-month month day-of-week) or a @macro, as CronJob takes.
 _CRON = r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|(\S+\s+){4}\S+)$"
-_QUANTITY = r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|k|M|G)?$"
-
-Quantity = Annotated[str, Field(pattern=_QUANTITY)]
 
 JOB_IMAGE = "python:3.12.7-slim-bookworm"
 """The Job's default image: the Docker Hub `python` release 3.12.7 on Debian 12, one fixed
@@ -32,6 +31,10 @@ CHECK_FIELDS = {
     "prefix_length": "prefix_length",
     "prefix_unit": "prefix_unit",
     "tolerance": "logprob_tolerance",
+    "top_k": "top_k",
+    "baseline": "baseline",
+    "baseline_margin": "baseline_margin",
+    "accuracy_tolerance": "accuracy_tolerance",
     "endpoint": "endpoint",
     "model": "model",
     "max_tokens": "max_tokens",
@@ -53,64 +56,121 @@ class CheckResources(ConfigModel):
     cpu_limit: Quantity = Field("500m", description="CPU limit.")
     memory_limit: Quantity = Field("256Mi", description="Memory limit.")
 
+    @model_validator(mode="after")
+    def _requests_within_limits(self) -> CheckResources:
+        check_requests_within_limits(self)
+        return self
+
+
+class PromptSetting(ConfigModel):
+    """One prompt of the stack's own set, with its reference answer for the accuracy mode."""
+
+    id: str | None = Field(None, min_length=1, description="Name in reports; default p01, ...")
+    prompt: str = Field(min_length=1, description="The completion prompt (or chat message).")
+    answer: str | tuple[str, ...] | None = Field(
+        None, description="accuracy mode: the exact answer, or a list of accepted answers."
+    )
+
+    def item(self) -> dict[str, Any]:
+        """The checker's prompt item (`precision_check.parse_prompts` reads it)."""
+        answer = list(self.answer) if isinstance(self.answer, tuple) else self.answer
+        keys = {"id": self.id, "prompt": self.prompt, "answer": answer}
+        return {key: value for key, value in keys.items() if value is not None}
+
+
+PromptItem = Annotated[
+    Annotated[str, Tag("text")] | Annotated[PromptSetting, Tag("item")],
+    Discriminator(lambda value: "text" if isinstance(value, str) else "item"),
+]
+"""One stack prompt: a text, or a mapping {id, prompt, answer} (errors name only the form
+given)."""
+
 
 class PrecisionCheckSettings(ConfigModel):
     """How the precision check compares both backends, and how its Job runs."""
 
-    enabled: bool = Field(True, description="Render the precision-check ConfigMap and Job.")
-    mode: Literal["exact", "prefix", "logprobs"] = Field(
-        DEFAULTS["mode"], description="Comparison: identical text, prefix, or logprobs."
+    enabled: Bool = Field(True, description="Render the precision-check ConfigMap and Job.")
+    mode: Literal["exact", "prefix", "logprobs", "topk", "accuracy"] = Field(
+        DEFAULTS["mode"],
+        description="Comparison: identical text, prefix, logprobs, top-k closeness (vLLM's "
+        "rule), or accuracy against reference answers.",
     )
-    min_match_rate: float = Field(
+    min_match_rate: Number = Field(
         DEFAULTS["min_match_rate"],
         gt=0,
         le=100,
         description="% of prompts that must match; above 0, or a check passes with no match.",
     )
-    prefix_length: int = Field(
+    prefix_length: Int = Field(
         DEFAULTS["prefix_length"], ge=1, description="prefix mode: leading units that must agree."
     )
     prefix_unit: Literal["chars", "tokens"] = Field(
         DEFAULTS["prefix_unit"], description="prefix mode: characters or backend tokens."
     )
-    logprob_tolerance: float = Field(
+    logprob_tolerance: Number = Field(
         DEFAULTS["tolerance"], gt=0, description="logprobs mode: largest absolute difference."
+    )
+    top_k: Int = Field(
+        DEFAULTS["top_k"],
+        ge=1,
+        le=MAX_TOP_K,
+        description="topk mode: a differing token must be among the other side's k likeliest.",
+    )
+    baseline: Bool = Field(
+        DEFAULTS["baseline"],
+        description="Send each prompt twice to each backend and judge the cross-hardware "
+        "agreement against the same-hardware one (comparison modes).",
+    )
+    baseline_margin: Number = Field(
+        DEFAULTS["baseline_margin"],
+        ge=0,
+        le=100,
+        description="baseline: points cross agreement may fall below the weaker same-hardware.",
+    )
+    accuracy_tolerance: Number = Field(
+        DEFAULTS["accuracy_tolerance"],
+        gt=0,
+        lt=100,
+        description="accuracy mode: points Ascend may be below NVIDIA (95 % confidence).",
     )
     endpoint: Literal["completions", "chat"] = Field(
         DEFAULTS["endpoint"], description="OpenAI API: /v1/completions or /v1/chat/completions."
     )
     model: str | None = Field(DEFAULTS["model"], description="`model` field of each request.")
-    max_tokens: int = Field(
+    max_tokens: Int = Field(
         DEFAULTS["max_tokens"], ge=1, le=4096, description="Tokens generated per prompt."
     )
-    seed: int | None = Field(DEFAULTS["seed"], description="`seed` of each request; null: none.")
-    concurrency: int = Field(
+    seed: Int | None = Field(DEFAULTS["seed"], description="`seed` of each request; null: none.")
+    concurrency: Int = Field(
         DEFAULTS["concurrency"], ge=1, le=64, description="Requests in flight per backend."
     )
-    timeout_seconds: float = Field(
+    timeout_seconds: Number = Field(
         DEFAULTS["timeout"], gt=0, description="Seconds to wait for one answer."
     )
-    retries: int = Field(
+    retries: Int = Field(
         DEFAULTS["retries"], ge=0, le=10, description="Retries on connect errors, HTTP 5xx/429."
     )
-    deadline_seconds: float = Field(
+    deadline_seconds: Number = Field(
         DEFAULTS["deadline"], gt=0, description="Seconds for the whole check."
     )
-    prompts: tuple[str, ...] | None = Field(
-        None, min_length=1, description="Prompts to check (all different); null: built-in set."
+    prompts: tuple[PromptItem, ...] | None = Field(
+        None,
+        min_length=1,
+        description="Prompts to check (all different): texts, or {id, prompt, answer}; null: "
+        "the mode's built-in set.",
     )
     image: str = Field(
         JOB_IMAGE,
         min_length=1,
         description="Image of the Job (stdlib Python 3.11+), pinned by release tag or digest.",
     )
-    backoff_limit: int = Field(
+    backoff_limit: Int = Field(
         2, ge=0, le=10, description="Job retries of a pod that could not complete (exit 2)."
     )
-    active_deadline_seconds: int = Field(
+    active_deadline_seconds: Int = Field(
         900, ge=1, description="Seconds before Kubernetes stops the Job; above deadlineSeconds."
     )
-    ttl_seconds_after_finished: int = Field(
+    ttl_seconds_after_finished: Int = Field(
         86400, ge=0, description="Seconds a finished Job (and its logs) is kept."
     )
     schedule: str | None = Field(
@@ -119,7 +179,7 @@ class PrecisionCheckSettings(ConfigModel):
     pushgateway_url: Annotated[str, Field(pattern=r"^https?://[^/\s]+")] | None = Field(
         None, description="Pushgateway the Job pushes precision_check_* metrics to."
     )
-    istio_sidecar: bool = Field(
+    istio_sidecar: Bool = Field(
         False,
         description="Let Istio inject a sidecar into the check's pod (needs native sidecars, "
         "or the Job never completes).",
@@ -128,10 +188,12 @@ class PrecisionCheckSettings(ConfigModel):
 
     @field_validator("prompts")
     @classmethod
-    def _prompts_differ(cls, prompts: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    def _prompts_differ(
+        cls, prompts: tuple[str | PromptSetting, ...] | None
+    ) -> tuple[str | PromptSetting, ...] | None:
         if prompts is not None:
             try:
-                parse_prompts(list(prompts), "prompts")
+                parse_prompts(_items(prompts), "prompts")
             except CheckError as exc:
                 raise ValueError(str(exc)) from None
         return prompts
@@ -153,6 +215,23 @@ class PrecisionCheckSettings(ConfigModel):
         if schedule is not None and not re.match(_CRON, schedule.strip()):
             raise ValueError("expected five cron fields, e.g. '0 3 * * *', or a macro like @daily")
         return schedule
+
+    @model_validator(mode="after")
+    def _mode_fits(self) -> PrecisionCheckSettings:
+        if self.baseline and self.mode not in COMPARISONS:
+            raise ValueError(
+                f"baseline: true with mode {self.mode!r}: the baseline repeats a comparison, "
+                f"one of {', '.join(COMPARISONS)}"
+            )
+        unanswered = [
+            i for i, p in enumerate(self.prompts or (), 1) if getattr(p, "answer", None) is None
+        ]
+        if self.mode == "accuracy" and unanswered:
+            raise ValueError(
+                f"mode 'accuracy' needs an answer on every prompt; prompts item {unanswered[0]} "
+                "has none (give {prompt, answer}, or drop prompts for the built-in set)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _job_outlives_check(self) -> PrecisionCheckSettings:
@@ -177,4 +256,9 @@ class PrecisionCheckSettings(ConfigModel):
 
     def prompt_list(self) -> list[Prompt] | None:
         """The stack's prompts as checker prompts (`p01`, `p02`, ...); None: built-in set."""
-        return None if self.prompts is None else parse_prompts(list(self.prompts), "prompts")
+        return None if self.prompts is None else parse_prompts(_items(self.prompts), "prompts")
+
+
+def _items(prompts: tuple[str | PromptSetting, ...]) -> list[str | dict[str, Any]]:
+    """The stack's prompts as the checker's items: texts stay texts."""
+    return [p if isinstance(p, str) else p.item() for p in prompts]

@@ -20,13 +20,15 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from components.settings.base import ConfigModel
+from components import api_rules
+from components.settings.base import ConfigModel, api_rule
+from components.settings.scalars import Bool
 
 Router = Literal["istio", "gateway-api"]
 """Which API splits the traffic: Istio VirtualService + DestinationRule, or an HTTPRoute."""
 
-_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
-_DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+DnsLabel = Annotated[str, api_rule(api_rules.dns1123_label)]
+DnsSubdomain = Annotated[str, api_rule(api_rules.dns1123_subdomain)]
 # A listener hostname of the Gateway API: RFC 1123, optionally a leading `*.` label.
 _HOSTNAME = r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 HeaderName = Annotated[str, Field(pattern=r"^[a-z0-9!#$%&'*+.^_`|~-]+$", max_length=256)]
@@ -50,28 +52,20 @@ def duration_seconds(text: str) -> float:
 class GatewayRef(ConfigModel):
     """A Gateway API `Gateway` the HTTPRoute attaches to (a parentRef of kind Gateway)."""
 
-    name: str = Field(pattern=_DNS_SUBDOMAIN, max_length=253, description="Gateway name.")
-    namespace: str | None = Field(
-        None,
-        pattern=_DNS_LABEL,
-        max_length=63,
-        description="Gateway namespace; default: the stack's namespace.",
+    name: DnsSubdomain = Field(description="Gateway name.")
+    namespace: DnsLabel | None = Field(
+        None, description="Gateway namespace; default: the stack's namespace."
     )
-    section_name: str | None = Field(
-        None,
-        pattern=_DNS_SUBDOMAIN,
-        max_length=253,
-        description="Listener to attach to; default: every listener that admits the route.",
+    section_name: DnsSubdomain | None = Field(
+        None, description="Listener to attach to; default: every listener that admits the route."
     )
 
 
 class GatewayApiSettings(ConfigModel):
     """The HTTPRoute rendered with `router: gateway-api`."""
 
-    route_name: str = Field(
-        "inference-route", pattern=_DNS_LABEL, max_length=63, description="HTTPRoute name."
-    )
-    mesh: bool = Field(
+    route_name: DnsLabel = Field("inference-route", description="HTTPRoute name.")
+    mesh: Bool = Field(
         True,
         description="Attach to the shared Service (GAMMA): mesh clients calling it are split. "
         "Needs a mesh that implements GAMMA (Istio sidecars, or a waypoint in ambient mode).",
@@ -102,7 +96,7 @@ class TesterPinningSettings(ConfigModel):
     rule ahead of the weighted route, in either router (smoke tests, precision checks through
     the mesh)."""
 
-    enabled: bool = Field(True, description="Render the two pin rules.")
+    enabled: Bool = Field(True, description="Render the two pin rules.")
     header: HeaderName = Field(
         "x-dualstack-hardware", description="Request header that pins a request (lowercase)."
     )

@@ -42,6 +42,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from components.settings.base import ConfigModel
+from components.settings.scalars import Bool, Int
 
 ALL_NAMESPACES = "*"
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
@@ -53,9 +54,9 @@ _LABEL_KEY = (
 )
 _LABEL_VALUE = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$"
 
-HighId = Annotated[int, Field(ge=10000, le=2147483647)]
+HighId = Annotated[Int, Field(ge=10000, le=2147483647)]
 """A UID or GID of at least 10000 (checkov CKV_K8S_40: above the IDs host accounts use)."""
-GroupId = Annotated[int, Field(ge=1, le=2147483647)]
+GroupId = Annotated[Int, Field(ge=1, le=2147483647)]
 """A supplemental GID (not 0, root's group)."""
 
 HWHIAIUSER_GID = 1000
@@ -69,7 +70,7 @@ can still open the driver's files."""
 class PortSettings(ConfigModel):
     """One port of a NetworkPolicy rule."""
 
-    port: int = Field(ge=1, le=65535, description="Port number (the pod's, not a Service's).")
+    port: Int = Field(ge=1, le=65535, description="Port number (the pod's, not a Service's).")
     protocol: Literal["TCP", "UDP", "SCTP"] = Field("TCP", description="IP protocol.")
 
     def as_port(self) -> dict[str, object]:
@@ -167,7 +168,7 @@ MESH_TLS_LABEL = "security.istio.io/tlsMode"
 class NetworkPolicySettings(ConfigModel):
     """The NetworkPolicies of the inference pods and of the precision Job (`enabled`)."""
 
-    enabled: bool = Field(True, description="Render the NetworkPolicies.")
+    enabled: Bool = Field(True, description="Render the NetworkPolicies.")
     clients: tuple[PeerSettings, ...] = Field(
         (PeerSettings(namespaces=(ALL_NAMESPACES,), pod_labels={MESH_TLS_LABEL: "istio"}),),
         description="Who may call the serving port: the sources that carry the split. "
@@ -288,7 +289,7 @@ class SecuritySettings(ConfigModel):
 
     run_as_user: HighId = Field(10001, description="UID of the inference containers (>= 10000).")
     run_as_group: HighId = Field(10001, description="GID of the inference containers (>= 10000).")
-    require_image_digests: bool = Field(
+    require_image_digests: Bool = Field(
         False,
         description="Make the policy images-pinned-by-digest mandatory (advisory otherwise); "
         "taken from the base stack config in a pull request.",

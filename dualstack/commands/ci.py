@@ -18,6 +18,7 @@ from pathlib import Path
 
 from dualstack.ci.gitlab_note import GitLabNoteError, MergeRequest, upsert_note
 from dualstack.ci.report import read_results, render, verdict
+from dualstack.commands.arg_types import weight
 from dualstack.repo.changes import ChangesError, changed_stacks
 from dualstack.repo.stack_config import find_root
 from dualstack.step.rollback_targets import decrease_targets, rollback_targets
@@ -90,7 +91,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     targets.add_argument(
         "--deployed-weight",
-        type=int,
+        type=weight,
         metavar="N",
         help="compare with this deployed weight (%%) instead of --base; prints nothing unless "
         "the stack file's weight is lower",

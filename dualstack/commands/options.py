@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from components.settings import Settings
+from dualstack.commands.arg_types import number
 from dualstack.commands.output_paths import check_output_file
 from dualstack.errors import UsageError
 from dualstack.gate.criteria import GateReport, parse_duration, parse_time, parse_window
@@ -49,7 +50,7 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
         help="end of the window: unix seconds or RFC 3339 (default: now)",
     )
     parser.add_argument(
-        "--timeout", type=float, default=10.0, help="seconds per query (default: 10)"
+        "--timeout", type=number, default=10.0, help="seconds per query (default: 10)"
     )
     parser.add_argument(
         "--max-staleness",
@@ -61,7 +62,7 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--min-coverage",
         metavar="PERCENT",
-        type=float,
+        type=number,
         default=DEFAULT_BOUNDS.min_coverage * 100,
         help="a series with samples in less of the window is NO_DATA (default: %(default)g)",
     )

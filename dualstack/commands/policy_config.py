@@ -7,22 +7,12 @@ import sys
 from pathlib import Path
 
 from components.settings import load_settings
+from dualstack.commands.arg_types import weight
 from dualstack.commands.output_paths import check_output_file
 from dualstack.errors import UsageError
 from dualstack.offline.policy_config import base_settings_at, pack_config, write_config
 from dualstack.pulumi_cli import read_deployed_weight
 from dualstack.repo.stack_config import find_root, load_stack_config
-
-
-def weight(text: str) -> int:
-    """argparse type: a weight 0..100 in whole percent."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number 0..100") from None
-    if not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"{value} is outside 0..100")
-    return value
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -7,8 +7,11 @@ run it against both direct Services, e.g. through `kubectl port-forward`.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import precision_check as checker
+from dualstack.commands.output_paths import check_output_file
+from precision_check.options import flag
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -17,13 +20,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="send the same prompts to both backends and compare the answers",
         description="Send the same prompts to the NVIDIA and the Ascend OpenAI-compatible "
         "backend (bypassing the traffic split) and compare the answers: exact text, a common "
-        "prefix, or per-token logprobs within a tolerance.",
-        epilog="Exit codes: 0 pass, 1 mismatch over threshold, 2 could not complete "
-        "(bad input, backend errors, timeouts, malformed answers, deadline).",
+        "prefix, per-token logprobs within a tolerance, or top-k closeness (vLLM's rule); "
+        "optionally against a same-hardware baseline (--baseline). Or score both against "
+        "reference answers (--mode accuracy).",
+        epilog="Exit codes: 0 pass, 1 mismatch over threshold (or accuracy inconclusive), 2 "
+        "could not complete (bad input, backend errors, timeouts, malformed answers, missing "
+        "logprobs, deadline).",
     )
     checker.add_arguments(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    check_report_path(args)
     return checker.run_cli(args)
+
+
+REPORT_FIELDS = ("json_report", "markdown_report")
+"""Checker options naming a report file (`--json`, `--markdown`)."""
+
+
+def check_report_path(args: argparse.Namespace) -> None:
+    """Refuse a `--json` / `--markdown` FILE that cannot be written before any prompt is
+    sent (UsageError), rather than after the whole check."""
+    for field in REPORT_FIELDS:
+        if report := getattr(args, field, None):
+            check_output_file(Path(report), flag(field))

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from components.settings import SettingsError, load_settings
+from dualstack.commands.arg_types import whole_number
 from dualstack.commands.options import add_pr_arguments, commit_plan, policy_refusal, publish
 from dualstack.commands.output_paths import check_output_file
 from dualstack.offline.policy_run import PolicyResult, blocking
@@ -35,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--stack", default="prod", help="stack name (default: prod)")
     parser.add_argument(
-        "--to", type=int, default=0, metavar="N", help="target ladder step (default: 0)"
+        "--to", type=whole_number, default=0, metavar="N", help="target ladder step (default: 0)"
     )
     add_pr_arguments(parser)
     parser.set_defaults(func=run)

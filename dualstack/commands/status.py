@@ -17,6 +17,7 @@ from dualstack.gate.criteria import parse_time, parse_window
 from dualstack.gate.prometheus import PrometheusClient, PrometheusError, check_url
 from dualstack.gate.promotion import traffic_status
 from dualstack.pulumi_cli import Deployed, deployed_weight
+from dualstack.redaction import redact
 from dualstack.repo.baseref import default_base, describe
 from dualstack.repo.stack_config import find_root, load_stack_config
 from dualstack.repo.stackfile import StackFileError, read_config_at
@@ -177,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
             settings = load_settings(load_stack_config(root, stack))
         except (SettingsError, StackFileError) as exc:
             failed = True
-            first = str(exc).splitlines()[0]
+            first = redact(str(exc).splitlines()[0])
             print(f"error: stack {stack}: {first}", file=sys.stderr)
             results.append({"stack": stack, "error": first})
             continue

@@ -12,19 +12,27 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Collection
 from pathlib import Path
 
 import precision_check as checker
 from components.settings import load_settings
 from components.settings.precision import PrecisionCheckSettings
+from dualstack.commands.output_paths import check_output_file
 from dualstack.errors import UsageError
 from dualstack.repo.stack_config import find_root, load_stack_config
 from dualstack.repo.stackfile import StackFileError, set_config_value, stack_path
+from precision_check.options import flag
 
 KEY = "verifiedAscendImage"
+REPORT_FIELDS = ("json_report", "markdown_report")
+"""Checker options naming a report file, checked before the run (`--json`, `--markdown`)."""
 FLOOR = 90.0
 """%: the lowest match rate whose pass may be recorded for promotion without
 --allow-low-threshold (the checker itself only needs a rate above 0)."""
+CEILING = 10.0
+"""Points: the largest accuracy tolerance whose pass may be recorded without
+--allow-low-threshold (the checker takes up to 100)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -35,14 +43,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         f"stack's precisionCheck settings; on pass write {KEY} (the stack's current Ascend "
         "image) into Pulumi.<stack>.yaml, keeping its comments. --ascend must reach pods "
         "that run that image. Flags override the stack's settings.",
-        epilog="Exit codes: 0 pass (image recorded), 1 mismatch, 2 could not complete; "
+        epilog="Exit codes: 0 pass (image recorded), 1 mismatch or inconclusive, 2 could not "
+        "complete; "
         "on 1 and 2 the stack file is unchanged.",
     )
     parser.add_argument("--stack", default="prod", help="stack name (default: prod)")
     parser.add_argument(
         "--allow-low-threshold",
         action="store_true",
-        help=f"record a pass even with a match rate below {FLOOR:g} %% (printed as a warning)",
+        help=f"record a pass even with a match rate below {FLOOR:g} %% or an accuracy tolerance "
+        f"above {CEILING:g} points (printed as a warning)",
     )
     from_stack = {
         field: f"the stack's precisionCheck.{key}"
@@ -53,23 +63,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def check_threshold(options: checker.Options, from_flag: bool, allowed: bool) -> None:
-    """Refuse to record a pass whose `min_match_rate` is below `FLOOR` (%) unless `allowed`,
-    and then warn on stderr. Raises UsageError naming where the rate came from."""
-    rate = options.min_match_rate
-    if rate >= FLOOR:
-        return
-    source = "--min-match-rate" if from_flag else "precisionCheck.minMatchRate"
+def check_threshold(options: checker.Options, given: Collection[str], allowed: bool) -> None:
+    """Refuse to record a pass judged by a lax threshold unless `allowed`, and then warn on
+    stderr: a `min_match_rate` below `FLOOR` (%) in the comparison modes, an
+    `accuracy_tolerance` above `CEILING` (points) in the accuracy mode. `given` names the
+    fields set by flags. Raises UsageError naming where the value came from."""
+    if options.mode == "accuracy":
+        field, key, value = "accuracy_tolerance", "accuracyTolerance", options.accuracy_tolerance
+        lax = f"{value:g} points is above the {CEILING:g}-point ceiling"
+        if value <= CEILING:
+            return
+    else:
+        field, key, value = "min_match_rate", "minMatchRate", options.min_match_rate
+        lax = f"{value:g} % is below the {FLOOR:g} % floor"
+        if value >= FLOOR:
+            return
+    source = flag(field) if field in given else f"precisionCheck.{key}"
     if not allowed:
         raise UsageError(
-            f"{source} {rate:g} % is below the {FLOOR:g} % floor for recording {KEY}; raise "
-            "it, or pass --allow-low-threshold"
+            f"{source} {lax} for recording {KEY}; tighten it, or pass --allow-low-threshold"
         )
-    print(
-        f"warning: --allow-low-threshold: recording with {source} {rate:g} %, below the "
-        f"{FLOOR:g} % floor",
-        file=sys.stderr,
-    )
+    print(f"warning: --allow-low-threshold: recording with {source} {lax}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,12 +99,20 @@ def run(args: argparse.Namespace) -> int:
         options = checker.options_from_args(args, base)
     except checker.CheckError as exc:
         raise UsageError(str(exc)) from None
-    check_threshold(options, "min_match_rate" in vars(args), args.allow_low_threshold)
+    check_threshold(options, set(vars(args)), args.allow_low_threshold)
+    for field in REPORT_FIELDS:  # before any prompt is sent, not after the whole check
+        if getattr(options, field, None):
+            check_output_file(Path(getattr(options, field)), flag(field))
     file = stack_path(root, args.stack).name
     try:
         code = checker.run_cli(args, base, settings.precision_check.prompt_list())
         if code != checker.EXIT_PASS:
-            print(f"{KEY} unchanged in {file}: the check did not pass", file=sys.stderr)
+            why = (
+                "the check did not pass"
+                if code == checker.EXIT_MISMATCH
+                else "the check could not complete or its report could not be written"
+            )
+            print(f"{KEY} unchanged in {file}: {why}", file=sys.stderr)
             return code
         # The check took a while: record only if the stack still serves the image it checked.
         current = load_settings(load_stack_config(root, args.stack))

@@ -132,26 +132,40 @@ def parse_window(text: str) -> int:
     return int(seconds)
 
 
-def parse_time(text: str) -> float:
-    """`--at`: unix seconds (`1700000000`) or RFC 3339 with a zone (`2023-11-14T22:13:20Z`).
+MAX_UNIX_TIME = 253402300799
+"""9999-12-31T23:59:59Z: the last second a report can print as a date (Python datetime)."""
 
-    Raises ValueError naming `--at` otherwise.
+
+def parse_time(text: str) -> float:
+    """`--at`: unix seconds (`1700000000`, digits with an optional fraction) or RFC 3339 with
+    a zone (`2023-11-14T22:13:20Z`), up to the year 9999.
+
+    Raises ValueError naming `--at` otherwise, before any query is sent.
     """
-    try:
+    shown = repr(text[:60] + ("…" if len(text) > 60 else ""))
+    if re.fullmatch(r"[0-9]{1,20}(\.[0-9]{1,9})?", text):
         value = float(text)
-    except ValueError:
-        try:
-            moment = datetime.fromisoformat(text)
-        except ValueError:
-            moment = None
-        if moment is None or moment.tzinfo is None:
+        if not 0 < value <= MAX_UNIX_TIME:
             raise ValueError(
-                f"--at {text!r}: expected unix seconds or RFC 3339 with a zone, "
-                "e.g. 2024-05-01T12:00:00Z"
-            ) from None
-        return moment.timestamp()
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"--at {text!r}: expected a positive unix time in seconds")
+                f"--at {shown}: expected a unix time in seconds from 1 to {MAX_UNIX_TIME} "
+                "(9999-12-31T23:59:59Z)"
+            )
+        return value
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise ValueError(
+            f"--at {shown}: expected unix seconds or RFC 3339 with a zone, e.g. "
+            "2024-05-01T12:00:00Z"
+        ) from None
+    try:
+        value = moment.timestamp()
+    except (OverflowError, ValueError):
+        value = -1.0
+    if not 0 < value <= MAX_UNIX_TIME:
+        raise ValueError(f"--at {shown}: expected a time after 1970 and before the year 10000")
     return value
 
 

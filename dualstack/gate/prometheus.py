@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dualstack.redaction import redact
+
 MAX_ANSWER_BYTES = 10 * 1024 * 1024
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -46,10 +48,22 @@ class Sample:
 
 
 def check_url(url: str) -> str:
-    """`url` without a trailing slash; raises ValueError unless it is http(s)://host[:port]."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"--prometheus {url!r}: expected http(s)://HOST[:PORT][/PATH]")
+    """`url` without a trailing slash; raises ValueError unless it is http(s)://host[:port],
+    with no userinfo (`user:pw@`). The message shows the URL redacted."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            f"--prometheus {redact(url)[:200]!r}: expected http(s)://HOST[:PORT][/PATH]"
+        )
+    if "@" in parts.netloc:
+        raise ValueError(
+            f"--prometheus {redact(url)[:200]!r}: credentials in the URL are not sent (and "
+            "would show in process lists and logs); pass the URL without user:password@"
+        )
     return url.rstrip("/")
 
 
@@ -167,10 +181,10 @@ class PrometheusClient:
             raise PrometheusError(self._unusable(str(exc))) from None
 
     def _unavailable(self, cause: str) -> str:
-        return f"Prometheus at {self.base_url} is unreachable: {cause.lower()}"
+        return redact(f"Prometheus at {self.base_url} is unreachable: {cause.lower()}")
 
     def _unusable(self, cause: str) -> str:
-        return f"Prometheus at {self.base_url} gave no usable answer: {cause}"
+        return redact(f"Prometheus at {self.base_url} gave no usable answer: {cause}")
 
 
 def _http_error(exc: urllib.error.HTTPError) -> str:

@@ -38,7 +38,8 @@ def config_strings(config: Mapping[str, Any]) -> dict[str, str]:
 def run_program(config: Mapping[str, Any], stack: str) -> list[Registered]:
     """Run `components.stack.main()` under mocks with `config`; the resources it registered.
 
-    Raises pulumi.RunError (invalid config) or whatever the program raises.
+    Raises RenderError when the program refuses the config as the engine hands it over
+    (strings, JSON text), or whatever else the program raises.
     """
     # Imported here, not at the top: pulumi and pulumi_kubernetes take most of a second to
     # import, and commands that never render (status, ci, --help) should not pay for them.
@@ -50,7 +51,12 @@ def run_program(config: Mapping[str, Any], stack: str) -> list[Registered]:
     mocks = RecordingMocks()
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=True)
     pulumi.runtime.set_all_config(config_strings(config))
-    pulumi.runtime.test(main)()
+    try:
+        pulumi.runtime.test(main)()
+    except pulumi.RunError as exc:
+        # The program validates the config as the engine hands it over (strings and JSON);
+        # the CLI validated the file's values first, so this is a value the two read apart.
+        raise RenderError(str(exc).replace("invalid stack config:\n", "", 1)) from None
     return mocks.resources
 
 

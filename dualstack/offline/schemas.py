@@ -2,6 +2,8 @@
 
 - Core Kubernetes kinds: `kubernetes-validate` in strict mode (the official OpenAPI schemas;
   strict rejects misspelt fields).
+- what the API server checks beyond the schemas (names by kind, labels, quantities, int32
+  ranges, requests <= limits, host paths, hosts): `components.api_rules`;
 - Istio, Gateway API (HTTPRoute) and prometheus-operator CRDs: the official CRD JSON schemas
   vendored in `dualstack/offline/crd_schemas/` (datreeio/CRDs-catalog; provenance in its
   README), checked with jsonschema's Draft7Validator after the same `nullable` /
@@ -21,6 +23,7 @@ from typing import Any
 from jsonschema import Draft7Validator
 from jsonschema.exceptions import best_match
 
+from components import api_rules
 from dualstack.offline.gateway_rules import http_route_problems
 
 CRD_SCHEMAS = Path(__file__).with_name("crd_schemas")
@@ -113,10 +116,14 @@ def object_errors(obj: Mapping[str, Any], k8s_version: str = KUBERNETES_VERSION)
 def validate_objects(
     objects: Iterable[Mapping[str, Any]], k8s_version: str = KUBERNETES_VERSION
 ) -> None:
-    """Check every object; raises SchemaError listing `Kind/name: path: message` lines."""
+    """Check every object against its schema and, when the schema passes, against what the
+    API server checks beyond it (`components.api_rules`: names by kind, labels, quantities,
+    int32 ranges, requests <= limits, host paths, hosts). Raises SchemaError listing
+    `Kind/name: path: message` lines."""
     problems = []
     for obj in objects:
         name = f"{obj.get('kind')}/{obj.get('metadata', {}).get('name')}"
-        problems += [f"{name}: {error}" for error in object_errors(obj, k8s_version)]
+        errors = object_errors(obj, k8s_version) or api_rules.object_errors(obj)
+        problems += [f"{name}: {error}" for error in errors]
     if problems:
         raise SchemaError("\n".join(problems))

@@ -35,6 +35,8 @@ def git(root: Path, *args: str, timeout: float = GIT_TIMEOUT_S) -> str:
         raise GitError(f"git {args[0]}: no answer within {timeout:g} s") from None
     except OSError as exc:
         raise GitError(f"git {args[0]}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise GitError(f"git {args[0]}: the output is not UTF-8 text ({exc.reason})") from None
     if done.returncode != 0:
         message = (done.stderr.strip() or done.stdout.strip() or "failed").splitlines()[0]
         raise GitError(f"git {args[0]}: {message}")

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from components.settings import PROJECT
+from components.settings.scalars import shown
 from dualstack.errors import UsageError
 from dualstack.repo.stackfile import read_config
 
@@ -25,13 +27,24 @@ def find_root(start: Path | None = None) -> Path:
     raise UsageError(f"no Pulumi.yaml in {here} or above; run inside the repo or pass --cwd")
 
 
-def _value(text: str) -> Any:
-    """A `--set` value: JSON for lists and mappings (`["a","b"]`), otherwise the string."""
+_PATH_INTEGER = re.compile(r"-?(0|[1-9][0-9]{0,18})")
+
+
+def _value(text: str, nested: bool) -> Any:
+    """A `--set` value: JSON for lists and mappings (`["a","b"]`), otherwise as `pulumi config
+    set` stores it: a string at the top level; under a path (`nested`) `true` / `false` a
+    boolean and decimal digits an integer, everything else a string
+    (pulumi.com/docs/iac/cli/commands/pulumi_config_set)."""
     if text[:1] and text[0] in "[{":
         try:
             return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"--set value {text!r} is not valid JSON: {exc.msg}") from None
+        except (json.JSONDecodeError, RecursionError) as exc:
+            why = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deep"
+            raise UsageError(f"--set value {shown(text)} is not valid JSON: {why}") from None
+    if nested and text in ("true", "false"):
+        return text == "true"
+    if nested and _PATH_INTEGER.fullmatch(text):
+        return int(text)
     return text
 
 
@@ -39,30 +52,39 @@ def apply_overrides(config: dict[str, Any], assignments: Iterable[str]) -> dict[
     """Config with `key=value` overrides applied; `a.b=v` sets one field of a structured key.
 
     Like `pulumi config set --path`: a nested assignment changes that field only, and the
-    settings model merges the rest onto its defaults. Scalars stay strings, as `pulumi config
-    set` stores them; values starting with `[` or `{` are JSON (`ascend.pool.nodes=["a-1"]`).
+    settings model merges the rest onto its defaults. Scalars are stored as `pulumi config
+    set` stores them (see `_value`); values starting with `[` or `{` are JSON
+    (`ascend.pool.nodes=["a-1"]`).
     Raises UsageError on an assignment without `=`, an empty key or malformed JSON.
     """
     result = copy.deepcopy(config)
     for assignment in assignments:
         key, sep, text = assignment.partition("=")
         if not sep or not key.strip():
-            raise UsageError(f"--set {assignment!r}: expected KEY=VALUE, e.g. ascendWeight=20")
+            raise UsageError(f"--set {shown(assignment)}: expected KEY=VALUE, e.g. ascendWeight=20")
         top, *path = key.strip().split(".")
+        if not all([top, *path]):
+            raise UsageError(
+                f"--set {shown(assignment)}: key {shown(key.strip())} has an empty part; "
+                "expected KEY or KEY.FIELD, e.g. capacity.totalReplicas=6"
+            )
         full = f"{PROJECT}:{top}"
-        value = _value(text)
+        value = _value(text, nested=bool(path))
         if not path:
             result[full] = value
             continue
         node = result.setdefault(full, {})
         if isinstance(node, str) and node[:1] == "{":
-            node = result[full] = json.loads(node)
+            try:
+                node = result[full] = json.loads(node)
+            except json.JSONDecodeError:
+                node = None
         if not isinstance(node, dict):
-            raise UsageError(f"--set {assignment!r}: {top} is not a structured key")
+            raise UsageError(f"--set {shown(assignment)}: {top} is not a structured key")
         for part in path[:-1]:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
-                raise UsageError(f"--set {assignment!r}: {part} is not a structured key")
+                raise UsageError(f"--set {shown(assignment)}: {part} is not a structured key")
         node[path[-1]] = value
     return result
 

@@ -2,36 +2,98 @@
 
 Stack files hold `config: {"<project>:<key>": value}`; `pulumi config set ascendWeight 20`
 stores the string "20", structured keys are YAML mappings. Reads go through ruamel.yaml in
-round-trip mode, so an edit changes the one line it must and keeps comments and layout.
+round-trip mode, so an edit changes the one line it must and keeps comments and layout: the
+file's line endings (LF or CRLF), its mapping indent and where its list dashes sit (flush
+under their key or indented) are detected before the dump and kept.
+
+Input is bounded: a stack file is at most `MAX_FILE_BYTES`, UTF-8, and its YAML may expand
+(aliases included) to at most `MAX_VALUES` values, so a small file of nested aliases cannot
+take minutes and gigabytes to read.
 """
 
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
+from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
 
 from components.settings import PROJECT
+from components.settings.scalars import shown
 from dualstack.repo.git import GitError, show_file
+
+MAX_FILE_BYTES = 1024 * 1024
+"""Largest stack file read, in bytes (the committed ones are about 1 KiB)."""
+MAX_VALUES = 100_000
+"""Most values (mapping entries and list items, aliases expanded) a stack file may hold."""
+STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+"""A stack's own name (Pulumi: alphanumerics, hyphens, underscores and periods)."""
 
 
 class StackFileError(RuntimeError):
     """A stack file is missing, unreadable or not a Pulumi stack file."""
 
 
+def check_stack_name(stack: str) -> str:
+    """`stack` when it can name a `Pulumi.<stack>.yaml`; StackFileError naming `--stack`
+    otherwise (`a/b`: a fully qualified `org/project/stack` has its own name last)."""
+    if STACK_NAME.fullmatch(stack) and stack not in (".", ".."):
+        return stack
+    own = stack.rstrip("/").rsplit("/", 1)[-1]
+    hint = (
+        f"; for a fully qualified org/project/stack pass the stack's own name ({shown(own, 60)})"
+        if "/" in stack and STACK_NAME.fullmatch(own)
+        else ""
+    )
+    raise StackFileError(
+        f"--stack {shown(stack, 80)}: not a stack name (letters, digits, '-', '_' and '.', "
+        f"at most 100 characters){hint}"
+    )
+
+
 def stack_path(root: Path, stack: str) -> Path:
-    """`<root>/Pulumi.<stack>.yaml`."""
-    return Path(root) / f"Pulumi.{stack}.yaml"
+    """`<root>/Pulumi.<stack>.yaml`; StackFileError when `stack` is not a stack name."""
+    return Path(root) / f"Pulumi.{check_stack_name(stack)}.yaml"
 
 
-def _yaml() -> YAML:
+def _yaml(mapping: int = 2, offset: int = 2) -> YAML:
+    """A round-trip YAML with `mapping` spaces per level and list dashes `offset` spaces in
+    from their parent key (0: flush under it)."""
     yaml = YAML(typ="rt")
     yaml.preserve_quotes = True
-    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.indent(mapping=mapping, sequence=offset + 2, offset=offset)
     yaml.width = 4096
     return yaml
+
+
+_KEY_LINE = re.compile(r"^( *)[^\s#-][^#]*:\s*(#.*)?$")
+_DASH_LINE = re.compile(r"^( *)- ")
+_INDENTED = re.compile(r"^( +)[^\s#]")
+
+
+def detect_style(text: str) -> tuple[int, int]:
+    """(mapping indent, list dash offset) of a YAML text: the indent of its first indented
+    line, and how far the first list's dashes sit in from their key (0 flush, 2 indented).
+    Defaults (2, 2) for what the text does not show."""
+    mapping = offset = None
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if mapping is None and (indented := _INDENTED.match(line)):
+            mapping = len(indented.group(1))
+        key = _KEY_LINE.match(line)
+        if (
+            offset is None
+            and key
+            and i + 1 < len(lines)
+            and (dash := _DASH_LINE.match(lines[i + 1]))
+        ):
+            offset = len(dash.group(1)) - len(key.group(1))
+        if mapping is not None and offset is not None:
+            break
+    return mapping or 2, 2 if offset is None or offset < 0 else offset
 
 
 def _yaml_problem(exc: Exception) -> str:
@@ -43,22 +105,68 @@ def _yaml_problem(exc: Exception) -> str:
     return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
 
 
-def _plain(value: Any) -> Any:
-    """ruamel's round-trip containers -> plain dict/list/str/int."""
+class _Budget:
+    """Counts the values `_plain` copies; aliases are copied each time they are used."""
+
+    def __init__(self, origin: str, limit: int = MAX_VALUES) -> None:
+        self.origin, self.left = origin, limit
+
+    def spend(self) -> None:
+        self.left -= 1
+        if self.left < 0:
+            raise StackFileError(
+                f"{self.origin}: expands to more than {MAX_VALUES} values (nested YAML aliases?); "
+                "a stack file holds a few hundred"
+            )
+
+
+def _plain(value: Any, budget: _Budget) -> Any:
+    """ruamel's round-trip containers -> plain dict/list/str/int, within `budget`."""
+    budget.spend()
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): _plain(v, budget) for k, v in value.items()}
     if isinstance(value, list):
-        return [_plain(v) for v in value]
+        return [_plain(v, budget) for v in value]
     if isinstance(value, str):
         return str(value)
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
     return value
+
+
+def decode(data: bytes, origin: str) -> str:
+    """A stack file's bytes as text: at most `MAX_FILE_BYTES`, UTF-8 (a BOM is dropped).
+
+    Raises StackFileError naming `origin` otherwise.
+    """
+    if len(data) > MAX_FILE_BYTES:
+        raise StackFileError(
+            f"{origin}: {len(data)} bytes, more than the {MAX_FILE_BYTES} a stack file may have"
+        )
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise StackFileError(
+            f"{origin}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+            "save it as UTF-8"
+        ) from None
 
 
 def parse_config(text: str, origin: str) -> dict[str, Any]:
     """The `config:` mapping of a stack file's text; {} when the file has none.
 
-    Raises StackFileError naming `origin` when the YAML is malformed or not a mapping.
+    Raises StackFileError naming `origin` when the YAML is malformed or not a mapping, the
+    text is larger than `MAX_FILE_BYTES` or expands to more than `MAX_VALUES` values.
     """
+    if len(text) > MAX_FILE_BYTES:
+        raise StackFileError(
+            f"{origin}: {len(text)} characters, more than the {MAX_FILE_BYTES} a stack file "
+            "may have"
+        )
     try:
         document = _yaml().load(text)
     except Exception as exc:  # ruamel raises several unrelated error types
@@ -67,7 +175,7 @@ def parse_config(text: str, origin: str) -> dict[str, Any]:
         return {}
     if not isinstance(document, dict) or not isinstance(document.get("config", {}), dict):
         raise StackFileError(f"{origin}: expected a mapping with a `config:` mapping")
-    return _plain(document.get("config") or {})
+    return _plain(document.get("config") or {}, _Budget(origin))
 
 
 def read_config(root: Path, stack: str) -> dict[str, Any]:
@@ -80,7 +188,20 @@ def read_config(root: Path, stack: str) -> dict[str, Any]:
         raise StackFileError(
             f"no stack file {path.name} in {root}; stacks here: {', '.join(known) or 'none'}"
         )
-    return parse_config(path.read_text(encoding="utf-8"), path.name)
+    return parse_config(read_text(path), path.name)
+
+
+def read_text(path: Path) -> str:
+    """A stack file's text (see `decode`); StackFileError when it cannot be read."""
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise StackFileError(
+                f"{path.name}: {path.stat().st_size} bytes, more than the {MAX_FILE_BYTES} a "
+                "stack file may have"
+            )
+        return decode(path.read_bytes(), path.name)
+    except OSError as exc:
+        raise StackFileError(f"{path.name}: {exc.strerror or exc}") from None
 
 
 def read_config_at(root: Path, stack: str, ref: str) -> dict[str, Any] | None:
@@ -101,26 +222,60 @@ def read_config_at(root: Path, stack: str, ref: str) -> dict[str, Any] | None:
     return parse_config(text, f"{ref}:{name}")
 
 
+def _styled(value: Any, previous: Any) -> Any:
+    """`value` as `pulumi config set` stores it (a string for scalars), in the quoting the
+    previous value had: `"20"` stays double-quoted, `'20'` single-quoted, a plain YAML
+    integer stays a plain integer; a new key gets double quotes, as Pulumi writes them."""
+    if isinstance(value, dict | list):
+        return value
+    text = str(value)
+    if isinstance(previous, int) and not isinstance(previous, bool) and text.isdigit():
+        return int(text)
+    if isinstance(previous, SingleQuotedScalarString):
+        return SingleQuotedScalarString(text)
+    if isinstance(previous, str) and not isinstance(previous, DoubleQuotedScalarString):
+        return text
+    return DoubleQuotedScalarString(text)
+
+
 def set_config_value(root: Path, stack: str, key: str, value: Any, project: str = PROJECT) -> str:
     """Set `<project>:<key>` in `Pulumi.<stack>.yaml` as `pulumi config set` would (a string
-    for scalars), keeping every other line, comment and quote as it was.
+    for scalars), keeping every other line, comment and quote as it was, the file's line
+    endings (LF or CRLF), its indentation and its list style (see `detect_style`), so a step
+    is a one-line diff.
 
     Returns the previous value as text ("" when unset). Raises StackFileError if the file is
-    missing or malformed.
+    missing or malformed; on any error the file is left as it was.
     """
     path = stack_path(root, stack)
     if not path.is_file():
         raise StackFileError(f"no stack file {path.name} in {root}")
-    yaml = _yaml()
+    raw = path.read_bytes()
+    text = decode(raw, path.name)
+    bom = "\ufeff" if raw.startswith(b"\xef\xbb\xbf") else ""
+    crlf = "\r\n" in text
+    text = text.replace("\r\n", "\n")
+    yaml = _yaml(*detect_style(text))
     try:
-        document = yaml.load(path.read_text(encoding="utf-8")) or {}
+        document = yaml.load(text)
     except Exception as exc:
         raise StackFileError(f"{path.name}: not valid YAML: {_yaml_problem(exc)}") from None
-    config = document.setdefault("config", {})
+    if document is None:
+        document = {}
+    if not isinstance(document, dict) or not isinstance(document.get("config", {}), dict):
+        raise StackFileError(f"{path.name}: expected a mapping with a `config:` mapping")
+    if document.get("config") is None:
+        document["config"] = {}
+    config = document["config"]
     full_key = f"{project}:{key}"
     previous = config.get(full_key)
-    config[full_key] = value if isinstance(value, (dict, list)) else str(value)
+    config[full_key] = _styled(value, previous)
     buffer = io.StringIO()
     yaml.dump(document, buffer)
-    path.write_text(buffer.getvalue(), encoding="utf-8")
+    out = buffer.getvalue()
+    if not text.endswith("\n") and text and out.endswith("\n"):
+        out = out[:-1]
+    if crlf:
+        out = out.replace("\n", "\r\n")
+    path.write_bytes((bom + out).encode("utf-8"))
     return "" if previous is None else str(previous)

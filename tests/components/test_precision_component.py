@@ -3,6 +3,7 @@ the rendered Job's own command run against local servers."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -103,18 +104,30 @@ def materialise(objects, root: Path) -> tuple[list[str], Path]:
     return [*container["command"], *container["args"]], root
 
 
+ORACLE = {p.prompt: p.answers[0] for p in checker.load_prompts(None, "accuracy")}
+TOPK = {"mode": "topk", "topK": 3, "baseline": True}
+
+
 @pytest.mark.parametrize(
-    ("ascend_behaviour", "expected"), [(None, 0), (Behaviour(diverge_after=2), 1)]
+    ("check", "nvidia_behaviour", "ascend_behaviour", "expected", "requests"),
+    [
+        ({}, None, None, 0, 24),
+        ({}, None, Behaviour(diverge_after=2), 1, 24),
+        (TOPK, None, Behaviour(swap_rate=0.25, swap_rank=3), 0, 48),
+        (TOPK, None, Behaviour(swap_rate=0.25, swap_rank=4), 1, 48),
+        ({"mode": "accuracy"}, Behaviour(answers=ORACLE), Behaviour(answers=ORACLE), 0, 100),
+    ],
+    ids=["exact-pass", "exact-mismatch", "topk-pass", "topk-mismatch", "accuracy-pass"],
 )
 def test_the_rendered_job_command_runs_in_a_bare_python(
-    render_objects, tmp_path, ascend_behaviour, expected
+    render_objects, tmp_path, check, nvidia_behaviour, ascend_behaviour, expected, requests
 ):
     """The Job's command and args, with the in-cluster URLs and mount path pointed at local
     servers and a temporary folder, in a Python without site-packages (`-S`), like the
     stock image."""
-    objects = precision_objects(render_objects(cfg(ascendWeight="5")))
+    objects = precision_objects(render_objects(cfg(ascendWeight="5", precisionCheck=check)))
     argv, workdir = materialise(objects, tmp_path)
-    with OpenAIServer() as nvidia, OpenAIServer(ascend_behaviour) as ascend:
+    with OpenAIServer(nvidia_behaviour) as nvidia, OpenAIServer(ascend_behaviour) as ascend:
         local = [
             arg.replace(
                 "http://inference-service-nvidia.inference.svc.cluster.local:8000", nvidia.url
@@ -134,7 +147,40 @@ def test_the_rendered_job_command_runs_in_a_bare_python(
         )
     assert done.returncode == expected, done.stderr
     assert done.stdout.startswith(f"precision check {['PASS', 'MISMATCH'][expected]}: ")
-    assert len(ascend.requests) == 24
+    assert len(ascend.requests) == requests
+
+
+def test_topk_baseline_and_accuracy_settings_reach_the_job(render_objects):
+    objects = render_objects(cfg(ascendWeight="5", precisionCheck={**TOPK, "baselineMargin": 2}))
+    args = the_job(objects)["spec"]["template"]["spec"]["containers"][0]["args"]
+    options = checker.options_from_args(checker.cli.build_parser().parse_args(args))
+    assert (options.mode, options.top_k, options.baseline, options.baseline_margin) == (
+        "topk",
+        3,
+        True,
+        2.0,
+    )
+    objects = render_objects(
+        cfg(ascendWeight="5", precisionCheck={"mode": "accuracy", "accuracyTolerance": 3})
+    )
+    args = the_job(objects)["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--accuracy-tolerance") + 1] == "3.0"
+    prompts = find(objects, "ConfigMap", f"{PREFIX}-check")["data"]["prompts.jsonl"]
+    first = checker.parse_prompts([json.loads(line) for line in prompts.splitlines()], "x")[0]
+    assert (len(prompts.splitlines()), first.id, first.answers) == (100, "add-01", ("248",))
+
+
+def test_stack_prompts_with_answers_reach_the_job(render_objects):
+    items = [{"prompt": "2+2?", "answer": "4"}, {"id": "sky", "prompt": "Sky colour?",
+             "answer": ["blue", "Blue."]}]  # fmt: skip
+    objects = render_objects(
+        cfg(ascendWeight="5", precisionCheck={"mode": "accuracy", "prompts": items})
+    )
+    prompts = find(objects, "ConfigMap", f"{PREFIX}-check")["data"]["prompts.jsonl"]
+    assert prompts == (
+        '{"id": "p01", "prompt": "2+2?", "answer": "4"}\n'
+        '{"id": "sky", "prompt": "Sky colour?", "answer": ["blue", "Blue."]}\n'
+    )
 
 
 def test_job_name_hashes_images_and_check_settings_only():
@@ -147,6 +193,8 @@ def test_job_name_hashes_images_and_check_settings_only():
         "ascend image": settings_of(ascend={"image": "registry/inference-service:v1.2.4-npu"}),
         "nvidia image": settings_of(nvidia={"image": "registry/inference-service:v1.2.4-cuda"}),
         "mode": settings_of(precisionCheck={"mode": "logprobs"}),
+        "top k": settings_of(precisionCheck={"mode": "topk", "topK": 4}),
+        "baseline": settings_of(precisionCheck={"baseline": True}),
         "max tokens": settings_of(precisionCheck={"maxTokens": 32}),
         "prompts": settings_of(precisionCheck={"prompts": ["one", "two"]}),
     }
@@ -197,6 +245,17 @@ def test_pushgateway_and_stack_prompts_reach_the_job(render_objects):
     ("value", "message"),
     [
         ({"mode": "fuzzy"}, "precisionCheck.mode = 'fuzzy': Input should be 'exact', 'prefix'"),
+        ({"topK": 21}, "precisionCheck.topK = 21: Input should be less than or equal to 20"),
+        ({"accuracyTolerance": 0}, "precisionCheck.accuracyTolerance = 0: Input should be greater"),
+        (
+            {"mode": "accuracy", "baseline": True},
+            "baseline: true with mode 'accuracy': the baseline repeats a comparison",
+        ),
+        (
+            {"mode": "accuracy", "prompts": [{"prompt": "2+2?", "answer": "4"}, "Hi?"]},
+            "mode 'accuracy' needs an answer on every prompt; prompts item 2 has none",
+        ),
+        ({"prompts": [{"prompt": "Hi?", "reply": "x"}]}, "precisionCheck.prompts"),
         ({"minMatchRate": 150}, "precisionCheck.minMatchRate = 150: Input should be less than"),
         ({"prompts": ["same", "same"]}, "prompts item 2 repeats item 1"),
         ({"schedule": "daily"}, "precisionCheck.schedule = 'daily': expected five cron fields"),

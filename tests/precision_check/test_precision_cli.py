@@ -17,6 +17,7 @@ import pytest
 from components.monitoring.metric_names import PRECISION_PASSED
 from dualstack.cli import main
 from dualstack.repo.stackfile import read_config, set_config_value
+from precision_check import load_prompts
 from tests.conftest import REPO, git
 from tests.support.precision_servers import Behaviour, OpenAIServer, refused_url
 
@@ -122,6 +123,38 @@ def test_verify_precision_uses_the_stacks_check_settings(stack_repo):
     assert all(r["logprobs"] == 1 for r in ascend.requests[:24])
 
 
+def test_verify_precision_runs_the_stacks_topk_mode_with_its_baseline(stack_repo):
+    """Ascend flips near-ties (within the top-2) on 8 prompts: topk with the baseline
+    passes it, sending each prompt twice; exact mode does not."""
+    set_config_value(stack_repo, "prod", "precisionCheck", {"mode": "topk", "baseline": True})
+    with OpenAIServer() as nvidia, OpenAIServer(Behaviour(swap_rate=0.25)) as ascend:
+        assert verify(stack_repo, nvidia.url, ascend.url) == 0
+        assert len(ascend.requests) == 48 and {r["logprobs"] for r in ascend.requests} == {5}
+        assert verify(stack_repo, nvidia.url, ascend.url, "--mode", "exact") == 1
+    assert read_config(stack_repo, "prod")[VERIFIED] == NEW_NPU
+
+
+ORACLE = {p.prompt: p.answers[0] for p in load_prompts(None, "accuracy")}
+
+
+@pytest.mark.parametrize(("flags", "expected"), [((), 2), (("--allow-low-threshold",), 0)])
+def test_verify_precision_refuses_a_lax_accuracy_tolerance(stack_repo, capsys, flags, expected):
+    set_config_value(
+        stack_repo, "prod", "precisionCheck", {"mode": "accuracy", "accuracyTolerance": 20}
+    )
+    right = Behaviour(answers=ORACLE)
+    with OpenAIServer(right) as nvidia, OpenAIServer(right) as ascend:
+        assert verify(stack_repo, nvidia.url, ascend.url, *flags) == expected
+    err = capsys.readouterr().err
+    lax = "precisionCheck.accuracyTolerance 20 points is above the 10-point ceiling"
+    if expected:
+        assert nvidia.requests == [] and f"error: {lax} for recording" in err
+    else:
+        assert f"warning: --allow-low-threshold: recording with {lax}" in err
+        assert len(ascend.requests) == 100
+        assert read_config(stack_repo, "prod")[VERIFIED] == NEW_NPU
+
+
 def test_verify_precision_with_an_invalid_stack_is_exit_2(stack_repo, capsys):
     set_config_value(stack_repo, "prod", "ascendWeight", "abc")
     assert verify(stack_repo, "http://127.0.0.1:9", "http://127.0.0.1:9") == 2
@@ -199,6 +232,31 @@ def test_a_failed_check_that_could_not_complete_pushes_passed_0(pushgateway):
     assert code == 2
     assert set(scraped(pushgateway, PRECISION_PASSED).values()) == {0.0}
     assert set(scraped(pushgateway, "precision_check_completed").values()) == {0.0}
+
+
+def test_the_baseline_and_accuracy_numbers_reach_a_real_pushgateway(pushgateway):
+    push = ("--pushgateway", pushgateway, "--ascend-image", NEW_NPU, *FAST)
+    labels = (
+        f'ascend_image="{NEW_NPU}",hardware="{{}}",instance="",job="precision_check",mode="{{}}"'
+    )
+    unstable = Behaviour(unstable_rate=0.25)  # 7 of 24 prompts change on the second request
+    with OpenAIServer() as nvidia, OpenAIServer(unstable) as ascend:
+        assert main(check(nvidia.url, ascend.url, *push, "--mode", "topk", "--baseline")) == 0
+    within = scraped(pushgateway, "precision_check_within_match_ratio")
+    assert within == {labels.format("ascend", "topk"): 1.0, labels.format("nvidia", "topk"): 1.0}
+    assert set(scraped(pushgateway, "precision_check_diverged").values()) == {7.0}
+    right = Behaviour(answers=ORACLE)
+    wrong = Behaviour(answers=ORACLE, wrong=lambda text: text in list(ORACLE)[::5])
+    with OpenAIServer(right) as nvidia, OpenAIServer(wrong) as ascend:
+        assert main(check(nvidia.url, ascend.url, *push, "--mode", "accuracy")) == 1
+    accuracy = scraped(pushgateway, "precision_check_accuracy_ratio")
+    assert accuracy == {
+        labels.format("ascend", "accuracy"): 0.8,
+        labels.format("nvidia", "accuracy"): 1.0,
+    }
+    assert set(scraped(pushgateway, PRECISION_PASSED).values()) == {0.0}
+    assert set(scraped(pushgateway, "precision_check_inconclusive").values()) == {0.0}
+    assert scraped(pushgateway, "precision_check_within_match_ratio") == {}  # group replaced
 
 
 def test_an_unreachable_pushgateway_is_exit_2_even_after_a_pass(capsys):
@@ -301,7 +359,8 @@ def test_verify_precision_help_names_the_stack_settings_as_defaults(tmp_path):
     text = " ".join(dualstack("verify-precision", "--help", cwd=tmp_path).stdout.split())
     assert "(default: exact)" not in text and "(default: 100.0)" not in text
     assert "comparison mode (default: the stack's precisionCheck.mode)" in text
-    for key in ("mode", "minMatchRate", "logprobTolerance", "timeoutSeconds", "prompts"):
+    keys = ("mode", "minMatchRate", "logprobTolerance", "topK", "baseline", "baselineMargin")
+    for key in (*keys, "accuracyTolerance", "timeoutSeconds", "prompts"):
         assert f"(default: the stack's precisionCheck.{key}" in text
     assert "--backoff S seconds before the first retry, doubling (default: 0.5)" in text
     standalone = " ".join(dualstack("precision-check", "--help", cwd=tmp_path).stdout.split())

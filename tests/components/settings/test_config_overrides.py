@@ -43,7 +43,7 @@ def test_nested_set_decodes_json_and_merges() -> None:
         ['ascend.pool.nodes=["ascend-01"]', "capacity.totalReplicas=6", "ascendWeight=20"],
     )
     assert config["dualstack-inference:ascend"] == {"pool": {"nodes": ["ascend-01"]}}
-    assert config["dualstack-inference:capacity"] == {"headroom": 1.5, "totalReplicas": "6"}
+    assert config["dualstack-inference:capacity"] == {"headroom": 1.5, "totalReplicas": 6}
     s = load_settings(config)
     assert (s.ascend.pool.nodes, s.capacity.total_replicas, s.ascend_weight) == (
         ("ascend-01",),

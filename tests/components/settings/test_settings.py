@@ -58,8 +58,14 @@ def test_weight_accepts_pulumi_config_strings(raw: object, expected: int) -> Non
             cfg(ascendWeight="-5"),
             r"^dualstack-inference:ascendWeight = '-5': .*greater than or equal to 0$",
         ),
-        (cfg(ascendWeight="abc"), r"^dualstack-inference:ascendWeight = 'abc': .*valid integer"),
-        (cfg(ascendWeight="20.5"), r"^dualstack-inference:ascendWeight = '20.5': .*valid integer"),
+        (
+            cfg(ascendWeight="abc"),
+            r"^dualstack-inference:ascendWeight = 'abc': expected a whole number",
+        ),
+        (
+            cfg(ascendWeight="20.5"),
+            r"^dualstack-inference:ascendWeight = '20.5': expected a whole number",
+        ),
         (
             cfg(ascendWeight="33"),
             r"^dualstack-inference:ascendWeight = '33': not a ladder step; "

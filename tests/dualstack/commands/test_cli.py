@@ -53,7 +53,7 @@ def test_render_output_dir_writes_one_file_per_object(tmp_path: Path) -> None:
 def test_bad_weight_is_one_line_and_renders_nothing() -> None:
     for value, fragment in [
         ("150", "less than or equal to 100"),
-        ("abc", "valid integer"),
+        ("abc", "expected a whole number"),
         ("33", "not a ladder step"),
     ]:
         done = dualstack("render", "--stack", "prod", "--set", f"ascendWeight={value}")

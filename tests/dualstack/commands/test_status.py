@@ -65,7 +65,8 @@ def test_invalid_stack_is_reported_and_the_others_still_shown(git_repo, capsys):
     assert captured.out.startswith("prod\n")
     assert captured.err == (
         "error: stack staging: dualstack-inference:ascendWeight = 'abc': "
-        "Input should be a valid integer, unable to parse string as an integer\n"
+        "expected a whole number in decimal digits (e.g. 20), without sign '+', leading zeros, "
+        "spaces, '_', fraction or exponent\n"
     )
 
 

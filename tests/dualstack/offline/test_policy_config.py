@@ -330,7 +330,7 @@ def test_command_fails_closed_on_a_bad_base(git_repo, tmp_path, capsys, base_yam
     [
         ([], "policy-config: one of the arguments --from-stack-output --previous-weight"),
         (["--previous-weight", "150"], "policy-config: argument --previous-weight: 150 is outside"),
-        (["--previous-weight", "x"], "policy-config: argument --previous-weight: 'x' is not a"),
+        (["--previous-weight", "x"], "policy-config: argument --previous-weight: 'x': expected a"),
         (["--first-deploy", "--previous-weight", "5"], "not allowed with argument"),
         (["--previous-weight", "33"], "--previous-weight 33: not a ladder step of stack prod"),
     ],

@@ -138,7 +138,9 @@ def test_bad_input_is_one_line_and_changes_nothing(git_repo, capsys, argv, messa
 def test_non_integer_target_is_one_line_from_the_parser(git_repo, capsys):
     assert dualstack(git_repo, "rollback", "--stack", "prod", "--to", "abc") == 2
     assert capsys.readouterr().err == (
-        "error: rollback: argument --to: invalid int value: 'abc' (see dualstack rollback --help)\n"
+        "error: rollback: argument --to: 'abc': expected a whole number in decimal digits (e.g. "
+        "20), without sign '+', leading zeros, spaces, '_', fraction or exponent (see dualstack "
+        "rollback --help)\n"
     )
     assert weight(git_repo) == "5"
 

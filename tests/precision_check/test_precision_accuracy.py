@@ -1,0 +1,225 @@
+"""The accuracy mode: scoring against reference answers, Wilson and Newcombe intervals checked
+against published values, and the verdict against local servers that know the answers."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import precision_check as checker
+from precision_check.accuracy import Accuracy, is_correct, normalise, paired_difference, wilson
+from precision_check.output import metrics_text
+from tests.support.precision_servers import WRONG, Behaviour, OpenAIServer, refused_url, run_main
+
+ITEMS = checker.load_prompts(None, "accuracy")
+ORACLE = {p.prompt: p.answers[0] for p in ITEMS}
+"""Each bundled question -> its first accepted answer: what a right backend says."""
+EVERY_FIFTH = {p.prompt for p in ITEMS[::5]}
+"""20 of the 100 items."""
+
+
+# --- the statistics, against published values --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("successes", "n", "expected"),
+    [(81, 263, (0.2553, 0.3662)), (15, 148, (0.0624, 0.1605)), (0, 20, (0.0, 0.1611)),
+     (1, 29, (0.0061, 0.1718))],
+)  # fmt: skip
+def test_wilson_interval_matches_newcombe_1998(successes, n, expected):
+    """Newcombe (1998), Stat Med 17:857, table II, method 3 (score interval)."""
+    assert tuple(round(v, 4) for v in wilson(successes, n)) == expected
+
+
+def test_paired_difference_matches_fagerland_et_al():
+    """Fagerland, Lydersen and Laake (2017), ch. 8, Cavo et al. (2012): the table 59, 6 / 16,
+    80 gives -0.0621 (95 % CI -0.1186 to -0.0046) with the Newcombe square-and-add interval
+    (the `contingencytables` R package's tests quote the same)."""
+    low, high = paired_difference(a=59, b=16, c=6, d=80)
+    assert (round(low, 4), round(high, 4)) == (-0.1186, -0.0046)
+
+
+@pytest.mark.parametrize(
+    ("text", "answers", "right"),
+    [
+        (" 248\nQuestion: What is 3 + 4?", ["248"], True),
+        ("**Paris**.", ["Paris"], True),
+        ("Answer: Stockholm", ["Stockholm"], True),
+        (" 1,234", ["1234"], True),
+        ("\n\n  Eight legs", ["8", "eight"], False),
+        ("The answer is 248.", ["248"], False),
+        (" 2481", ["248"], False),
+        ("Shakespeare wrote it", ["William Shakespeare", "Shakespeare"], False),
+    ],
+)
+def test_an_answer_is_right_only_when_its_first_line_is_a_reference(text, answers, right):
+    assert is_correct(text, answers) is right
+
+
+def test_normalised_form():
+    assert normalise(" **1,234.**\nQ: 5") == "1234"
+    assert normalise("  The  Pacific\tOcean ") == "the pacific ocean"
+
+
+def test_the_bundled_items_are_distinct_and_their_arithmetic_is_right():
+    """Every arithmetic answer re-derived from its question here, not from the file."""
+    assert len(ITEMS) == len({p.prompt for p in ITEMS}) == 100
+    assert all(p.answers and p.prompt.endswith("\nAnswer:") for p in ITEMS)
+    operations = {"+": int.__add__, "-": int.__sub__, "*": int.__mul__, "/": int.__floordiv__}
+    checked = 0
+    for p in ITEMS:
+        if found := re.search(r"What is (\d+) ([-+*/]) (\d+)\?", p.prompt):
+            a, op, b = int(found[1]), found[2], int(found[3])
+            assert op != "/" or a % b == 0
+            assert p.answers == (str(operations[op](a, b)),), p.id
+            checked += 1
+        elif found := re.search(r"What is (\d+) squared\?", p.prompt):
+            assert p.answers == (str(int(found[1]) ** 2),)
+            checked += 1
+    assert checked == 48
+
+
+# --- the mode against servers that know the answers --------------------------------------
+
+
+def test_identical_right_answers_pass_the_accuracy_mode(capsys, tmp_path):
+    right = Behaviour(answers=ORACLE)
+    with OpenAIServer(right) as nvidia, OpenAIServer(right) as ascend:
+        result = run_main(capsys, tmp_path, nvidia.url, ascend.url, "--mode", "accuracy")
+    assert (result.code, result.err) == (0, [])
+    accuracy = result.report["accuracy"]
+    assert accuracy["verdict"] == "pass" and accuracy["items"] == 100
+    assert accuracy["backends"]["ascend"] == {
+        "correct": 100,
+        "accuracy": 100,
+        "wilson95": [96.3, 100],
+    }
+    assert result.out.startswith(
+        "precision check PASS: accuracy nvidia 100.0 % [96.3, 100.0], ascend 100.0 % [96.3, "
+        "100.0] on 100 items in accuracy mode"
+    )
+    assert len(ascend.requests) == 100 and "logprobs" not in ascend.requests[0]
+
+
+def test_the_same_wrong_answers_on_both_pass(capsys, tmp_path):
+    """Both miss the same 20 items: no difference, and the pairing shows it (an unpaired
+    interval of two 80 % accuracies would be ±11 points, inconclusive at 5)."""
+    weak = Behaviour(answers=ORACLE, wrong=EVERY_FIFTH.__contains__)
+    with OpenAIServer(weak) as nvidia, OpenAIServer(weak) as ascend:
+        result = run_main(capsys, tmp_path, nvidia.url, ascend.url, "--mode", "accuracy")
+    assert result.code == 0
+    assert result.report["accuracy"]["table"] == {
+        "both": 80,
+        "nvidiaOnly": 0,
+        "ascendOnly": 0,
+        "neither": 20,
+    }
+    low, high = result.report["accuracy"]["difference95"]
+    assert -5 < low < 0 < high < 5
+
+
+def test_a_less_accurate_ascend_fails_with_enough_items(capsys, tmp_path):
+    """Ascend misses 20 of the 100 items NVIDIA gets right: 80 % against 100 %."""
+    with (
+        OpenAIServer(Behaviour(answers=ORACLE)) as nvidia,
+        OpenAIServer(Behaviour(answers=ORACLE, wrong=EVERY_FIFTH.__contains__)) as ascend,
+    ):
+        result = run_main(capsys, tmp_path, nvidia.url, ascend.url, "--mode", "accuracy")
+    assert (result.code, result.err) == (1, [])
+    accuracy = result.report["accuracy"]
+    assert result.report["status"] == "mismatch" and accuracy["verdict"] == "fail"
+    assert accuracy["backends"]["nvidia"]["wilson95"] == [96.3, 100]
+    assert accuracy["backends"]["ascend"] == {
+        "correct": 80,
+        "accuracy": 80,
+        "wilson95": [71.12, 86.66],
+    }
+    assert accuracy["differencePoints"] == -20 and accuracy["difference95"] == [-28.88, -12.38]
+    assert result.report["reasons"] == [
+        "ascend is below nvidia by more than 5 points (95 % interval of ascend - nvidia "
+        "[-28.9, -12.4] points)"
+    ]
+    mismatch = result.report["mismatches"][0]
+    assert (mismatch["prompt_id"], mismatch["ascend"]) == (ITEMS[0].id, f" {WRONG}\n")
+    assert mismatch["detail"] == f"expected {ITEMS[0].answers[0]!r}: only nvidia is right"
+    assert "- **Ascend − NVIDIA**: -20.0 points (95 % -28.9 to -12.4; tolerance 5)" in (
+        result.markdown
+    )
+
+
+def test_the_same_margin_on_too_few_items_is_inconclusive(capsys, tmp_path):
+    """10 items, Ascend misses 2: the 95 % interval of the difference, -51 to +11 points,
+    cannot tell. That is exit 1 and never a pass."""
+    items = tmp_path / "items.jsonl"
+    items.write_text(checker.to_jsonl(ITEMS[:10]))
+    wrong = {ITEMS[0].prompt, ITEMS[5].prompt}.__contains__
+    with (
+        OpenAIServer(Behaviour(answers=ORACLE)) as nvidia,
+        OpenAIServer(Behaviour(answers=ORACLE, wrong=wrong)) as ascend,
+    ):
+        flags = ("--mode", "accuracy", "--prompts", str(items))
+        result = run_main(capsys, tmp_path, nvidia.url, ascend.url, *flags)
+    assert (result.code, result.err) == (1, [])
+    assert result.report["status"] == "inconclusive" and result.report["passed"] is False
+    assert result.report["accuracy"]["difference95"] == [-50.98, 11.24]
+    assert result.out.startswith("precision check INCONCLUSIVE: accuracy nvidia 100.0 %")
+    assert (
+        "  inconclusive: 10 items are too few to tell whether ascend is within 5 points of "
+        "nvidia (95 % interval of ascend - nvidia [-51.0, +11.2] points); use more items"
+    ) in result.out.splitlines()
+
+
+def test_nvidia_right_on_nothing_is_inconclusive(capsys, tmp_path):
+    """A model that gets no item right on the reference hardware is not measured by them."""
+    wrong = Behaviour(answers=ORACLE, wrong=lambda _text: True)
+    with OpenAIServer(wrong) as nvidia, OpenAIServer(wrong) as ascend:
+        result = run_main(capsys, tmp_path, nvidia.url, ascend.url, "--mode", "accuracy")
+    assert (result.code, result.report["status"]) == (1, "inconclusive")
+    assert result.report["reasons"][0].startswith("nvidia answered none of the 100 items right")
+
+
+def test_prompts_without_answers_cannot_run_the_accuracy_mode(capsys, tmp_path):
+    items = tmp_path / "items.jsonl"
+    items.write_text('{"id": "a", "prompt": "2+2?", "answer": "4"}\n"Name a colour."\n')
+    with OpenAIServer() as nvidia, OpenAIServer() as ascend:
+        flags = ("--mode", "accuracy", "--prompts", str(items))
+        result = run_main(capsys, tmp_path, nvidia.url, ascend.url, *flags)
+    assert result.code == 2 and nvidia.requests == []
+    assert result.err == [
+        "error: prompt p02 has no reference `answer`: the accuracy mode needs one on every "
+        "prompt (or use the built-in set: no --prompts)"
+    ]
+
+
+def accuracy_report(both: int, nvidia_only: int) -> checker.Report:
+    options = checker.Options(nvidia="http://n:8000", ascend="http://a:8000", mode="accuracy")
+    report = checker.Report(options, prompts=both + nvidia_only, compared=both + nvidia_only)
+    report.accuracy = Accuracy(both, nvidia_only, 0, 0, tolerance=5.0)
+    return report
+
+
+def test_accuracy_metrics_carry_each_backends_numbers():
+    text = metrics_text(accuracy_report(80, 20))
+    assert 'precision_check_accuracy_ratio{mode="accuracy",hardware="ascend"} 0.8\n' in text
+    assert 'precision_check_accuracy_lower_ratio{mode="accuracy",hardware="ascend"} 0.71' in text
+    assert 'precision_check_accuracy_upper_ratio{mode="accuracy",hardware="nvidia"} 1.0\n' in text
+    assert text.count("# TYPE precision_check_accuracy_ratio gauge") == 1
+    assert 'precision_check_passed{mode="accuracy"} 0\n' in text
+    assert 'precision_check_inconclusive{mode="accuracy"} 0\n' in text
+
+
+def test_an_inconclusive_run_pushes_passed_0_and_inconclusive_1():
+    text = metrics_text(accuracy_report(8, 2))
+    assert 'precision_check_passed{mode="accuracy"} 0\n' in text
+    assert 'precision_check_inconclusive{mode="accuracy"} 1\n' in text
+    assert 'precision_check_completed{mode="accuracy"} 1\n' in text
+
+
+def test_an_accuracy_run_that_could_not_complete_is_exit_2(capsys, tmp_path):
+    with OpenAIServer(Behaviour(answers=ORACLE)) as nvidia:
+        flags = ("--mode", "accuracy", "--retries", "0")
+        result = run_main(capsys, tmp_path, nvidia.url, refused_url(), *flags)
+    assert result.code == 2 and result.report["status"] == "error"
+    assert re.match(r"precision check ERROR: \d+/100 items scored in accuracy mode\n", result.out)
+    assert result.err[0].startswith("error: ascend ") and "Connection refused" in result.err[0]
