@@ -1,0 +1,57 @@
+"""Leaving the shadow rung: the step that raises the weight above 0 also ends the mirror."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from components.settings import PROJECT, load_settings
+from dualstack.repo.stackfile import StackFileError, read_config
+from dualstack.step.pr_text import summary_table
+from dualstack.step.weights import change_weight
+from tests.support.pulumi_stub import hide_pulumi
+
+STACK_FILE = f"""\
+# the shadow rung: Ascend sees 10% of production as copies
+config:
+  {PROJECT}:ascendWeight: "0"
+  # copies only, responses discarded
+  {PROJECT}:mirrorPercent: "10"
+  {PROJECT}:verifiedAscendImage: registry/inference-service:v1.2.3-npu
+"""
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch) -> Path:
+    hide_pulumi(monkeypatch)
+    (tmp_path / "Pulumi.yaml").write_text(f"name: {PROJECT}\nruntime: python\n")
+    (tmp_path / "Pulumi.prod.yaml").write_text(STACK_FILE)
+    return tmp_path
+
+
+def test_raising_from_the_shadow_rung_writes_mirror_0_and_keeps_the_rest(root):
+    before = load_settings(read_config(root, "prod"))
+    change = change_weight(root, "prod", before, 5)
+    assert (change.after.ascend_weight, change.after.mirror_percent) == (5, 0)
+    text = (root / "Pulumi.prod.yaml").read_text()
+    assert text == STACK_FILE.replace('ascendWeight: "0"', 'ascendWeight: "5"').replace(
+        'mirrorPercent: "10"', 'mirrorPercent: "0"'
+    )
+    assert "| Mirrored to Ascend | 10% | 0% |" in summary_table(change)
+
+
+def test_a_move_that_stays_at_0_keeps_the_mirror(root):
+    before = load_settings(read_config(root, "prod"))
+    change = change_weight(root, "prod", before, 0)
+    assert change.after.mirror_percent == 10
+
+
+def test_a_failed_read_back_restores_both_lines(root, monkeypatch):
+    import dualstack.step.weights as weights
+
+    before = load_settings(read_config(root, "prod"))
+    monkeypatch.setattr(weights, "read_config", lambda *_: {f"{PROJECT}:ascendWeight": "x"})
+    with pytest.raises(StackFileError, match="restored its previous content"):
+        change_weight(root, "prod", before, 5)
+    assert (root / "Pulumi.prod.yaml").read_text() == STACK_FILE
