@@ -9,12 +9,21 @@ Ascend weight is below 100, the NVIDIA backend keeps `totalReplicas` pods (the c
 
     ascend_replicas * ascendCapacityRatio >= totalReplicas * weight / 100
 
+The weight is where traffic really goes (`policies.traffic_share`): NVIDIA may shrink only when
+every route surely sends everything to Ascend pods, and each Ascend workload is sized for the
+largest share any route sends it.
+
 `pool-capacity`. Replica counts are only numbers until the scheduler places them: a pod asking
 for an accelerator its pool no longer has stays Pending (and a rolling update with
 `maxUnavailable: 0` then never finishes). So for each pool, every pod-bearing workload taking
 its accelerator counts at its peak (`policies.pod_counts`):
 
     sum(peak pods x accelerators per pod) <= nodes x acceleratorsPerNode
+
+A Deployment surges only when its pod template changes. The policy sees only the new objects,
+so the deployed templates come in as policy config `previousPodTemplates` (their digests, from
+the base's objects); a Deployment whose template matches only scales and counts no surge. That
+keeps a rollback (the weight, hence the replicas, moving back) possible on a shrunk pool.
 
 Only the pool's nodes offer its extended resource (`acceleratorPools`), so a workload counts by
 the accelerator it requests, pinned or not (`accelerator-placement` demands the pinning).
@@ -23,6 +32,7 @@ the accelerator it requests, pinned or not (`accelerator-placement` demands the 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +46,7 @@ from pulumi_policy import (
 )
 
 from policies.common import (
+    SHARE_SCHEMAS,
     SUBSET_SCHEMAS,
     ConfigError,
     as_int,
@@ -43,11 +54,17 @@ from policies.common import (
     config_value,
     mapping,
     path,
-    subset_name,
 )
 from policies.placement import DEFAULT_ACCELERATOR_POOLS, accelerator_pools
-from policies.pod_counts import PodCount, PodCountError, accelerators_per_pod, peak_pods
+from policies.pod_counts import (
+    PodCount,
+    PodCountError,
+    accelerators_per_pod,
+    peak_pods,
+    template_hash,
+)
 from policies.stack_view import Item, StackView, replicas
+from policies.traffic_share import ascend_shares, nvidia_backend, percent
 
 DEFAULT_TOTAL_REPLICAS = 4
 """NVIDIA pods that serve 100% of traffic (the article's 4); `capacity.totalReplicas`."""
@@ -98,39 +115,43 @@ def _replicas_or_report(workload: Item, report_violation: ReportViolation) -> in
 def rollback_capacity_validator(
     args: StackValidationArgs, report_violation: ReportViolation
 ) -> None:
-    """While the Ascend weight is below 100, the NVIDIA backend has `totalReplicas` pods; the
-    Ascend backend has pods for its share at `ascendCapacityRatio`."""
+    """While some route may send traffic elsewhere than Ascend (the share it surely sends to
+    Ascend pods is below 100), the NVIDIA backend has `totalReplicas` pods; each Ascend
+    workload a route reaches has pods for the largest share any route sends it, at
+    `ascendCapacityRatio`. Shares are where traffic really goes (`policies.traffic_share`); a
+    destination reaching no known pod is reported (fail closed)."""
     total, ratio = _config(args)
     config = args.get_config()
     view = StackView.of(args.resources)
-    ascend_subset = subset_name(config, "ascend")
-    weights = {r.weight for r in view.routes_to(ascend_subset) if r.weight is not None}
-    if not weights:
-        args.not_applicable(f"no VirtualService routes to subset {ascend_subset!r}")
-    weight = max(weights)
-    if min(weights) < 100:
-        nvidia, why = view.backend(subset_name(config, "nvidia"))
+    shares = ascend_shares(view, config)
+    if not shares.routes:
+        args.not_applicable("no VirtualService routes traffic")
+    for message, urn in shares.problems:
+        report_violation(f"cannot check the capacity: {message}", urn)
+    least = shares.least
+    if least < 100:
+        nvidia, why = nvidia_backend(shares, config)
         if nvidia is None:
-            report_violation(f"cannot check the rollback capacity at {weight}%: {why}", None)
+            report_violation(
+                f"cannot check the rollback capacity while Ascend takes {percent(least)}: {why}",
+                None,
+            )
         elif (count := _replicas_or_report(nvidia, report_violation)) is not None and (
             count < total
         ):
             report_violation(
-                f"{nvidia.label} has {count} replicas while Ascend takes {min(weights)}%: NVIDIA "
-                f"must keep totalReplicas={total} pods (all traffic) until the weight is 100, so "
-                f"a rollback to 0% lands on a full pool; keep {total} replicas",
+                f"{nvidia.label} has {count} replicas while Ascend takes {percent(least)}: "
+                f"NVIDIA must keep totalReplicas={total} pods (all traffic) until the weight is "
+                f"100, so a rollback to 0% lands on a full pool; keep {total} replicas",
                 nvidia.urn,
             )
-    if weight > 0:
-        ascend, why = view.backend(ascend_subset)
-        needed = ascend_pods_needed(total, weight, ratio)
-        if ascend is None:
-            report_violation(f"cannot check the Ascend capacity at {weight}%: {why}", None)
-        elif (count := _replicas_or_report(ascend, report_violation)) is not None and (
+    for ascend, share in shares.ascend_workloads():
+        needed = ascend_pods_needed(total, share, ratio)
+        if (count := _replicas_or_report(ascend, report_violation)) is not None and (
             count < needed
         ):
             report_violation(
-                f"{ascend.label} has {count} replicas for {weight}% of traffic: at "
+                f"{ascend.label} has {count} replicas for {percent(share)} of traffic: at "
                 f"ascendCapacityRatio={ratio:g} its share of totalReplicas={total} needs at "
                 f"least {needed}; raise its replicas or lower the weight",
                 ascend.urn,
@@ -182,16 +203,54 @@ def pool_sizes(config: Mapping[str, Any], pools: Iterable[str]) -> dict[str, Poo
     return sizes
 
 
+SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+def previous_pod_templates(config: Mapping[str, Any]) -> dict[str, str] | None:
+    """Config `previousPodTemplates` ({Deployment name: sha256 hex of its deployed pod
+    template}); None when absent (a first deploy, or unknown: every rollout counts its surge).
+
+    Raises ConfigError naming the first entry that is not a name -> 64 lowercase hex digits.
+    """
+    raw = config.get("previousPodTemplates")
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise ConfigError(
+            f"previousPodTemplates = {raw!r} is not a map of Deployment name -> sha256 hex"
+        )
+    for name, digest in raw.items():
+        if not isinstance(digest, str) or not SHA256_HEX.fullmatch(digest):
+            raise ConfigError(
+                f"previousPodTemplates.{name} = {digest!r} is not a sha256 hex digest (64 "
+                "lowercase hex digits)"
+            )
+    return {str(name): str(digest) for name, digest in raw.items()}
+
+
+def template_changes(workload: Item, previous: Mapping[str, str] | None) -> bool:
+    """False only for a Deployment whose pod template hashes to its `previousPodTemplates`
+    entry (the change scales it, no rollout); True otherwise (unknown counts as a change)."""
+    if previous is None or workload.kind != "Deployment":
+        return True
+    name = path(workload.props, "metadata", "name")
+    digest = previous.get(str(name)) if name else None
+    return digest is None or digest != template_hash(path(workload.props, "spec", "template"))
+
+
 @config_errors_are_violations
 def pool_capacity_validator(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     """For each pool of `acceleratorPools`: the accelerators every workload requesting it takes
     at the peak of a rollout (replicas + maxSurge, x accelerators per pod, summed) fit in
-    nodes x acceleratorsPerNode (`poolSizes`)."""
+    nodes x acceleratorsPerNode (`poolSizes`). A Deployment whose pod template equals the
+    deployed one (`previousPodTemplates`) only scales: it counts its replicas, no surge, so a
+    rollback (a change of replicas alone) onto a shrunk pool is not blocked."""
     config = args.get_config()
     resources_of: dict[str, set[str]] = {}
     for resource, pool in accelerator_pools(config).items():
         resources_of.setdefault(pool, set()).add(resource)
     sizes = pool_sizes(config, resources_of)
+    previous = previous_pod_templates(config)
     demand: dict[str, list[tuple[Item, PodCount, int]]] = {}
     unreadable = False
     for workload in StackView.of(args.resources).workloads:
@@ -199,7 +258,8 @@ def pool_capacity_validator(args: StackValidationArgs, report_violation: ReportV
             try:
                 each = accelerators_per_pod(workload.pod_spec or {}, resources)
                 if each:
-                    count = peak_pods(workload, sizes[pool].nodes)
+                    changes = template_changes(workload, previous)
+                    count = peak_pods(workload, sizes[pool].nodes, changes)
                     demand.setdefault(pool, []).append((workload, count, each))
             except PodCountError as exc:
                 unreadable = True
@@ -248,14 +308,15 @@ POLICIES = [
                     "description": "Throughput of one Ascend pod relative to one NVIDIA pod.",
                 },
                 **SUBSET_SCHEMAS,
+                "ascendResource": SHARE_SCHEMAS["ascendResource"],
             }
         ),
     ),
     StackValidationPolicy(
         name="pool-capacity",
         description="Each accelerator pool holds the pods its workloads run at the peak of a "
-        "rollout: sum of (replicas + maxSurge) x accelerators per pod <= nodes x "
-        "acceleratorsPerNode.",
+        "rollout: sum of (replicas + maxSurge when the pod template changes) x accelerators per "
+        "pod <= nodes x acceleratorsPerNode.",
         validate=pool_capacity_validator,
         enforcement_level=EnforcementLevel.MANDATORY,
         config_schema=PolicyConfigSchema(
@@ -283,6 +344,16 @@ POLICIES = [
                     "additionalProperties": {"type": "string"},
                     "default": DEFAULT_ACCELERATOR_POOLS,
                     "description": "Extended resource name -> pool name.",
+                },
+                "previousPodTemplates": {
+                    "type": "object",
+                    "additionalProperties": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                    "description": "Deployment metadata.name -> sha256 hex of the canonical "
+                    "JSON (sorted keys, separators `,` `:`, whole numbers as integers) of its "
+                    "spec.template in the BASE (deployed) stack. A Deployment whose template "
+                    "is unchanged only scales and counts no rollout surge; absent (first "
+                    "deploy, unknown), every Deployment counts its surge. Written by "
+                    "`dualstack.offline.policy_config.template_facts` from the base's objects.",
                 },
             }
         ),

@@ -44,6 +44,21 @@ SUBSET_SCHEMAS = {
     }
     for hw, name in DEFAULT_SUBSETS.items()
 }
+DEFAULT_ASCEND_RESOURCE = "huawei.com/Ascend910"
+"""Extended resource Ascend pods request, used when config has no `ascendResource` (the
+settings' `ascend.acceleratorResource` default)."""
+SHARE_SCHEMAS = {
+    "ascendSubset": SUBSET_SCHEMAS["ascendSubset"],
+    "ascendResource": {
+        "type": "string",
+        "default": DEFAULT_ASCEND_RESOURCE,
+        "description": "Extended resource the Ascend pods request (`ascend.acceleratorResource`): "
+        "a workload whose pods request it is an Ascend backend, whatever subset or Service "
+        "routes to it.",
+    },
+}
+"""Config keys of the policies that judge the Ascend share of traffic (`policies.traffic_share`):
+which pods are Ascend pods."""
 PREVIOUS_WEIGHT_SCHEMA = {
     "type": "integer",
     "minimum": 0,

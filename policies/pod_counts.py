@@ -5,7 +5,9 @@ Kubernetes facts used (kubernetes.io, "Deployments", "DaemonSet", "StatefulSets"
 "Resource Management for Pods and Containers", "Sidecar Containers"):
 
 - a Deployment's rolling update runs up to `replicas + maxSurge` pods; `maxSurge` defaults to
-  25% and a percentage is rounded UP; the `Recreate` strategy never surges;
+  25% and a percentage is rounded UP; the `Recreate` strategy never surges; a rollout happens
+  only when the pod template (`spec.template`) changes: a change of `replicas` alone scales the
+  current ReplicaSet, with no surge;
 - a DaemonSet runs one pod per node it selects; its rolling update surges by `maxSurge`
   (default 0; a percentage of those nodes, rounded up); `OnDelete` never surges;
 - a StatefulSet and a ReplicaSet never run more than `replicas` pods (default 1);
@@ -18,8 +20,10 @@ Kubernetes facts used (kubernetes.io, "Deployments", "DaemonSet", "StatefulSets"
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +46,37 @@ class PodCount:
     pods: int
     how: str
     """For messages: `100 replicas + maxSurge 1`, `3 nodes`, `parallelism 2`."""
+
+
+def canonical(value: Any) -> Any:
+    """`value` as plain JSON data: mappings -> dicts, sequences -> lists, whole floats -> ints.
+
+    The engine sends every number as a float (`replicas: 4.0`) inside read-only proxies, the
+    render gives ints in dicts: both become the same data here.
+    """
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, int | float):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): canonical(v) for k, v in value.items()}
+    if isinstance(value, Sequence):
+        return [canonical(v) for v in value]
+    return value
+
+
+def template_hash(template: Any) -> str:
+    """sha256 hex digest of the canonical JSON (`canonical`, sorted keys, separators `,` `:`)
+    of a pod template (a Deployment's `spec.template`).
+
+    The same function lives in `dualstack/offline/policy_config.py`, which writes the BASE's
+    digests into policy config `previousPodTemplates` (the pack imports nothing of the
+    project; a test keeps the two equal).
+    """
+    text = json.dumps(canonical(template), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def whole_quantity(value: Any) -> int | None:
@@ -77,11 +112,12 @@ def surge(raw: Any, base: int, field: str) -> int:
     return number
 
 
-def peak_pods(workload: Item, pool_nodes: int) -> PodCount:
+def peak_pods(workload: Item, pool_nodes: int, template_changes: bool = True) -> PodCount:
     """Pods `workload` runs at once at the peak of a rollout (facts in the module docstring).
 
-    `pool_nodes` is the node count of its pool (a DaemonSet runs one pod on each). Raises
-    PodCountError when a count is not a whole number.
+    `pool_nodes` is the node count of its pool (a DaemonSet runs one pod on each);
+    `template_changes` False says a Deployment's pod template is the deployed one, so the
+    change only scales it (no surge). Raises PodCountError when a count is not a whole number.
     """
     props, kind = workload.props, workload.kind
     if kind == "Pod":
@@ -111,6 +147,8 @@ def peak_pods(workload: Item, pool_nodes: int) -> PodCount:
     strategy = mapping(path(props, "spec", "strategy"))
     if (strategy.get("type") or "RollingUpdate") == "Recreate" or replicas == 0:
         return PodCount(replicas, f"{replicas} replicas")
+    if not template_changes:
+        return PodCount(replicas, f"{replicas} replicas, pod template unchanged: no surge")
     raw = path(strategy, "rollingUpdate", "maxSurge")
     if raw is None:
         extra = surge(DEFAULT_DEPLOYMENT_SURGE, replicas, "")

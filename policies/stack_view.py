@@ -1,10 +1,17 @@
-"""The traffic split of a stack as the stack policies see it: routes, subsets and backends.
+"""The traffic split of a stack as the stack policies see it: routes, subsets, backends, and
+where each route destination really sends its traffic.
 
-Istio facts used (istio.io traffic-management reference; istioctl analyze IST0101/IST0173):
-a short host name in a rule means `<host>.<rule namespace>.svc.cluster.local`; a route to a
-subset that no DestinationRule of its host defines answers 503; a subset whose labels select no
-pod answers `503 UH no_healthy_upstream`; a route with one destination and no weight takes all
-traffic, and an omitted weight beside other destinations counts as 0.
+Istio facts used (istio.io traffic-management reference, VirtualService and DestinationRule;
+istioctl analyze IST0101/IST0173): a short host name in a rule means
+`<host>.<rule namespace>.svc.cluster.local`; a destination host is a Service (its pods are the
+Service's endpoints); a subset is the part of its HOST's endpoints whose labels match the
+subset's labels in a DestinationRule of that host; a route to a subset that no DestinationRule
+of its host defines answers 503; a subset whose labels select no pod answers
+`503 UH no_healthy_upstream`; a route with one destination takes all traffic whatever its
+weight, and an omitted weight beside other destinations counts as 0. Kubernetes facts
+(kubernetes.io, "Service"): a Service's endpoints are the pods in its namespace whose labels
+match its `selector`; a Service without a selector (or of type ExternalName) has no pod
+endpoints the cluster manages.
 """
 
 from __future__ import annotations
@@ -56,6 +63,9 @@ class Route:
 
     virtual_service: Item
     route_name: str
+    """How messages name the route: its `name`, else `http[0]` (`tcp[0]`, `tls[0]`)."""
+    route_key: str
+    """The route's place in the VirtualService, unique within it: `http[0]`, `tcp[1]`."""
     host: str
     """Fully qualified destination host."""
     subset: str | None
@@ -64,6 +74,17 @@ class Route:
     raw_weight: Any
     siblings: int
     """Number of destinations in the same route (1 = takes all traffic)."""
+
+
+@dataclass(frozen=True)
+class Reach:
+    """Where one destination sends its traffic (`StackView.reach`)."""
+
+    route: Route
+    workloads: tuple[Item, ...]
+    """The workloads whose pods receive the destination's traffic; () when none is known."""
+    problem: str = ""
+    """Why the destination reaches no known pod, for messages; "" when it reaches some."""
 
 
 def fqdn(host: str, namespace: str) -> str:
@@ -92,32 +113,45 @@ def _item(resource: Any) -> Item:
     )
 
 
+ROUTE_SECTIONS = ("http", "tcp", "tls")
+"""The route lists of a VirtualService spec; each entry's `route` lists weighted destinations."""
+
+
 def routes_of(vs: Item) -> list[Route]:
-    """Every weighted destination of every HTTP route of a VirtualService item."""
+    """Every weighted destination of every route (http, tcp, tls; any match) of a VirtualService
+    item, in spec order."""
     found = []
-    for index, http in enumerate(sequence(path(vs.props, "spec", "http"))):
-        http = mapping(http)
-        destinations = [mapping(r) for r in sequence(http.get("route"))]
-        name = str(http.get("name") or f"http[{index}]")
-        for dest in destinations:
-            raw = dest.get("weight")
-            # No weight: all traffic when alone; beside others we demand an explicit integer.
-            alone = 100 if len(destinations) == 1 else None
-            weight = alone if raw is None else as_int(raw)
-            host = path(dest, "destination", "host")
-            subset = path(dest, "destination", "subset")
-            found.append(
-                Route(
-                    virtual_service=vs,
-                    route_name=name,
-                    host=fqdn(str(host or ""), vs.namespace),
-                    subset=str(subset) if subset else None,
-                    weight=weight,
-                    raw_weight=raw,
-                    siblings=len(destinations),
+    for section in ROUTE_SECTIONS:
+        for index, entry in enumerate(sequence(path(vs.props, "spec", section))):
+            entry = mapping(entry)
+            destinations = [mapping(r) for r in sequence(entry.get("route"))]
+            key = f"{section}[{index}]"
+            name = str(entry.get("name") or key)
+            for dest in destinations:
+                raw = dest.get("weight")
+                # No weight: all traffic when alone; beside others we demand an explicit integer.
+                alone = 100 if len(destinations) == 1 else None
+                weight = alone if raw is None else as_int(raw)
+                host = path(dest, "destination", "host")
+                subset = path(dest, "destination", "subset")
+                found.append(
+                    Route(
+                        virtual_service=vs,
+                        route_name=name,
+                        route_key=key,
+                        host=fqdn(str(host or ""), vs.namespace),
+                        subset=str(subset) if subset else None,
+                        weight=weight,
+                        raw_weight=raw,
+                        siblings=len(destinations),
+                    )
                 )
-            )
     return found
+
+
+def destination_text(route: Route) -> str:
+    """How messages name a destination: `<host> subset 'ascend'`, or the host alone."""
+    return f"{route.host} subset {route.subset!r}" if route.subset else route.host
 
 
 def rule_host(rule: Item) -> str:
@@ -166,42 +200,106 @@ class StackView:
         """Every weighted destination of every VirtualService."""
         return [route for vs in self.virtual_services for route in routes_of(vs)]
 
-    def routes_to(self, subset: str) -> list[Route]:
-        """The destinations that name `subset`."""
-        return [route for route in self.routes() if route.subset == subset]
+    def subset_labels(self, host: str, subset: str) -> list[Mapping[str, Any]]:
+        """The labels `subset` has in each DestinationRule whose host is `host` (FQDN): one
+        entry per rule defining it, none when no rule of THAT host does (a subset of the same
+        name under another host is another subset)."""
+        return [
+            labels
+            for rule in self.destination_rules
+            if rule_host(rule) == host and (labels := rule_subsets(rule).get(subset)) is not None
+        ]
 
-    def subsets(self, host: str) -> dict[str, Mapping[str, Any]]:
-        """Subset name -> labels, over every DestinationRule whose host is `host` (FQDN)."""
-        found: dict[str, Mapping[str, Any]] = {}
-        for rule in self.destination_rules:
-            if rule_host(rule) == host:
-                for name, labels in rule_subsets(rule).items():
-                    found.setdefault(name, labels)
-        return found
-
-    def service_selector(self, host: str) -> Mapping[str, Any] | None:
-        """The selector of the stack's Service behind `host`, or None when it is not here."""
+    def service(self, host: str) -> Item | None:
+        """The stack's Service whose cluster-local name is `host` (FQDN), or None."""
         for service in self.services:
             name = path(service.props, "metadata", "name")
             if name and fqdn(str(name), service.namespace) == host:
-                return mapping(path(service.props, "spec", "selector"))
+                return service
         return None
+
+    def service_pods(self, service: Item) -> list[Item]:
+        """Workloads whose pods are endpoints of `service`: in its namespace, carrying every
+        label of its selector; [] for a Service without a selector or of type ExternalName (no
+        pod endpoints)."""
+        spec = mapping(service.props.get("spec"))
+        selector = mapping(spec.get("selector"))
+        if not selector or spec.get("type") == "ExternalName":
+            return []
+        namespace = service.namespace or "default"
+        return [
+            w
+            for w in self.workloads
+            if (w.namespace or "default") == namespace and selects(selector, w.pod_labels)
+        ]
 
     def selected_workloads(
         self, namespace: str, labels: Mapping[str, Any], host: str | None = None
     ) -> list[Item]:
-        """Workloads in `namespace` whose pods carry `labels` (and the host Service's selector)."""
-        service = self.service_selector(host) if host else None
+        """Workloads whose pods carry `labels`: among the endpoints of the stack's Service
+        behind `host` when there is one, else among the workloads in `namespace`."""
+        service = self.service(host) if host else None
+        if service is not None:
+            return [w for w in self.service_pods(service) if selects(labels, w.pod_labels)]
         return [
             w
             for w in self.workloads
-            if w.namespace == namespace
+            if (w.namespace or "default") == (namespace or "default")
             and selects(labels, w.pod_labels)
-            and (service is None or selects(service, w.pod_labels))
         ]
 
+    def reach(self, route: Route) -> Reach:
+        """Where one destination sends its traffic: the workloads whose pods it reaches.
+
+        A host must be a Service of the stack (else nothing is known of where it goes); a
+        subset must be defined by a DestinationRule of that host; the pods are the Service's
+        endpoints, narrowed by the subset's labels (by each defining rule's labels when several
+        rules of the host define it: any of them may apply). `problem` says why a destination
+        reaches no known pod ("" when it reaches some).
+        """
+        service = self.service(route.host)
+        if service is None:
+            return Reach(
+                route,
+                (),
+                f"{route.host} is no Service of the stack: where it sends traffic cannot be "
+                "known; route to a Service the stack defines",
+            )
+        pods = self.service_pods(service)
+        if not pods:
+            return Reach(
+                route,
+                (),
+                f"{service.label} selects no pod of any workload in the stack (503 UH "
+                "no_healthy_upstream); make its selector match a pod template",
+            )
+        if route.subset is None:
+            return Reach(route, tuple(pods))
+        definitions = self.subset_labels(route.host, route.subset)
+        if not definitions:
+            return Reach(
+                route,
+                (),
+                f"subset {route.subset!r} of {route.host}, which no DestinationRule in the "
+                "stack defines (503 for that share); define the subset or fix the route",
+            )
+        found: dict[str, Item] = {}
+        for labels in definitions:
+            for workload in pods:
+                if selects(labels, workload.pod_labels):
+                    found.setdefault(workload.urn, workload)
+        if not found:
+            return Reach(
+                route,
+                (),
+                f"subset {route.subset!r} of {route.host} selects no pod of {service.label} "
+                "(503 UH no_healthy_upstream); make the subset's labels match a pod template",
+            )
+        return Reach(route, tuple(found.values()))
+
     def backends(self, subset: str) -> list[Item]:
-        """Workloads behind `subset` in any DestinationRule defining it (no duplicates)."""
+        """Workloads behind `subset` in any DestinationRule defining it (no duplicates), each
+        rule's subset resolved among the endpoints of that rule's own host."""
         found: dict[str, Item] = {}
         for rule in self.destination_rules:
             labels = rule_subsets(rule).get(subset)

@@ -35,6 +35,7 @@ from pulumi_policy import (
 
 from policies.common import (
     PREVIOUS_WEIGHT_SCHEMA,
+    SHARE_SCHEMAS,
     SUBSET_SCHEMAS,
     ConfigError,
     config_errors_are_violations,
@@ -49,6 +50,7 @@ from policies.common import (
     subset_name,
 )
 from policies.stack_view import Item, StackView, container_images
+from policies.traffic_share import ascend_shares, percent
 
 VERIFIED_IMAGE_ANNOTATION = "dualstack.io/verified-ascend-image"
 """Annotation of the Ascend Deployment naming the image whose precision check passed."""
@@ -206,11 +208,12 @@ def precision_verified_before_promotion_validator(
     previous_image = _optional_image(config, "previousAscendImage")
     override = _optional_image(config, "verifiedAscendImage")
     view = StackView.of(args.resources)
-    ascend_subset = subset_name(config, "ascend")
-    weights = [r.weight for r in view.routes_to(ascend_subset) if r.weight is not None]
-    if not weights:
-        args.not_applicable(f"no VirtualService routes to subset {ascend_subset!r}")
-    weight = max(weights)
+    shares = ascend_shares(view, config)  # where traffic really goes, every route counted
+    if not shares.routes:
+        args.not_applicable("no VirtualService routes traffic")
+    for message, urn in shares.problems:
+        report_violation(f"cannot judge the Ascend share: {message}", urn)
+    weight = shares.most
     if weight == 0:
         return  # no Ascend traffic: never blocked
     workload, image, why = _backend_image(view, config, "ascend")
@@ -218,16 +221,16 @@ def precision_verified_before_promotion_validator(
     if decrease and image is not None and image == previous_image:
         return  # a rollback to less traffic on the deployed image: never blocked
     if previous is None or weight > previous:
-        move = f"raising the Ascend weight from {previous or 0}% to {weight}%"
+        move = f"raising the Ascend weight from {previous or 0}% to {percent(weight)}"
     elif decrease:
-        lowering = f"lowering the Ascend weight from {previous}% to {weight}%"
+        lowering = f"lowering the Ascend weight from {previous}% to {percent(weight)}"
         move = (
             f"{lowering} while replacing the deployed image {previous_image}"
             if previous_image
             else f"{lowering} with no previousAscendImage to show the image is the deployed one"
         )
     else:
-        move = f"with the Ascend weight at {weight}%"
+        move = f"with the Ascend weight at {percent(weight)}"
     if workload is None or image is None:
         report_violation(f"cannot check the Ascend image {move}: {why}", None)
         return
@@ -303,7 +306,7 @@ POLICIES = [
                     "description": "Overrides the Ascend Deployment's annotation "
                     f"{VERIFIED_IMAGE_ANNOTATION}.",
                 },
-                "ascendSubset": SUBSET_SCHEMAS["ascendSubset"],
+                **SHARE_SCHEMAS,
             }
         ),
     ),

@@ -1,6 +1,12 @@
-"""Traffic policies: the Ascend weight sits on the ladder, rises one step at a time, and the
-VirtualService's routes are valid integers summing to 100 over subsets that select pods, every
-weighted route naming both backends' subsets.
+"""Traffic policies: the Ascend share sits on the ladder, rises one step at a time, and the
+VirtualService's routes are valid integers summing to 100 over destinations that reach pods of
+the stack, every weighted route naming both backends' subsets.
+
+The Ascend share is where traffic really goes (`policies.traffic_share`): every destination of
+every route is resolved to the pods it reaches, and the share judged is the largest any route
+gives to Ascend pods, so a route to the Ascend Service's host without a subset, or a catch-all
+route placed first, counts like the split itself. A destination that reaches no known pod fails
+(its traffic could go anywhere).
 
 A policy sees only the new inputs, never the deployed state (REFERENCE.md, CrossGuard), so the
 deployed weight comes in as policy config `previousWeight`, written by `dualstack policy-config`
@@ -13,14 +19,13 @@ being judged: a PR that edits the ladder or `maxStep` cannot widen its own step.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from fractions import Fraction
 from typing import Any
 
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
     ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
     StackValidationArgs,
     StackValidationPolicy,
 )
@@ -28,17 +33,23 @@ from pulumi_policy import (
 from policies.common import (
     LADDER_SCHEMA,
     PREVIOUS_WEIGHT_SCHEMA,
+    SHARE_SCHEMAS,
     SUBSET_SCHEMAS,
     ConfigError,
     config_errors_are_violations,
     config_int,
     config_ladder,
-    describe,
-    kind_of,
-    mapping,
     subset_name,
 )
-from policies.stack_view import Item, Route, StackView, routes_of, rule_host, rule_subsets
+from policies.stack_view import (
+    Route,
+    StackView,
+    destination_text,
+    routes_of,
+    rule_host,
+    rule_subsets,
+)
+from policies.traffic_share import AscendShares, RouteShare, ascend_shares, percent
 
 DEFAULT_TOTAL_WEIGHT = 100
 """Sum of the weights of one weighted route in %, used when config has no `totalWeight`."""
@@ -55,23 +66,13 @@ TOTAL_WEIGHT_SCHEMA = {
 }
 
 
-def _ascend_routes(args: ResourceValidationArgs) -> list[Route]:
-    """The routes of the VirtualService under validation that name the Ascend subset."""
-    props = mapping(args.props)
-    vs = Item(
-        args.resource_type,
-        props,
-        args.urn,
-        "VirtualService",
-        str(mapping(props.get("metadata")).get("namespace") or ""),
-        describe(args.resource_type, props),
-    )
-    ascend = subset_name(args.get_config(), "ascend")
-    return [route for route in routes_of(vs) if route.subset == ascend]
-
-
-def _weight_text(route: Route) -> str:
-    return f"{route.weight}%" if route.weight is not None else f"weight {route.raw_weight!r}"
+def _shares(args: StackValidationArgs, report_violation: ReportViolation) -> AscendShares:
+    """The stack's Ascend shares; each destination or route whose share cannot be known is
+    reported (fail closed: its traffic might all go to Ascend)."""
+    shares = ascend_shares(StackView.of(args.resources), args.get_config())
+    for message, urn in shares.problems:
+        report_violation(f"cannot judge the Ascend share: {message}", urn)
+    return shares
 
 
 def steps_text(ladder: tuple[int, ...]) -> str:
@@ -81,19 +82,18 @@ def steps_text(ladder: tuple[int, ...]) -> str:
 
 @config_errors_are_violations
 def ascend_weight_on_ladder_validator(
-    args: ResourceValidationArgs, report_violation: ReportViolation
+    args: StackValidationArgs, report_violation: ReportViolation
 ) -> None:
-    """Every route to the Ascend subset carries a weight that is one of the `ladder` steps."""
-    if kind_of(args.resource_type) != "VirtualService":
-        return
+    """Every route of every VirtualService gives Ascend pods a share (in %) that is one of the
+    `ladder` steps."""
     ladder = config_ladder(args.get_config())
-    for route in _ascend_routes(args):
-        if route.weight not in ladder:
+    for route in _shares(args, report_violation).routes:
+        if route.most is not None and route.most not in ladder:
             report_violation(
-                f"{route.virtual_service.label} route {route.route_name!r} sends "
-                f"{_weight_text(route)} to subset {route.subset!r}, which is not a ladder step "
-                f"({steps_text(ladder)}); set ascendWeight to one of them",
-                None,
+                f"{route.where} sends {percent(route.most)} to Ascend pods ({route.reached}), "
+                f"which is not a ladder step ({steps_text(ladder)}); set ascendWeight to one "
+                "of them",
+                route.virtual_service.urn,
             )
 
 
@@ -114,51 +114,49 @@ def allowed_increase(previous: int | None, ladder: tuple[int, ...], max_step: in
 
 @config_errors_are_violations
 def no_unsafe_weight_jump_validator(
-    args: ResourceValidationArgs, report_violation: ReportViolation
+    args: StackValidationArgs, report_violation: ReportViolation
 ) -> None:
-    """An increase of the Ascend weight goes at most to the next ladder step above the deployed
+    """An increase of the Ascend share goes at most to the next ladder step above the deployed
     weight (`previousWeight`), or at most `maxStep` points when that is configured. Any
     decrease is allowed at once: a rollback is never blocked. Without `previousWeight` (first
-    deploy) only 0 or the first ladder step is allowed.
+    deploy) only 0 or the first ladder step is allowed. Every route counts: the share judged
+    is the largest any route gives to Ascend pods.
 
     `ladder` and `maxStep` here are the BASE (deployed) config's, written so by
     `dualstack policy-config --base` and `dualstack preview --base`: the head's own ladder is
     checked by `ascend-weight-on-ladder`, but it cannot widen the step."""
-    if kind_of(args.resource_type) != "VirtualService":
-        return
     config = args.get_config()
     ladder = config_ladder(config)
     previous = config_int(config, "previousWeight", 0, 100)
     max_step = config_int(config, "maxStep", 1, 100)
     limit = allowed_increase(previous, ladder, max_step)
-    for route in _ascend_routes(args):
-        weight = route.weight
-        if weight is None:
+    for route in _shares(args, report_violation).routes:
+        share = route.most
+        if share is None or (previous is not None and share <= previous):
+            continue  # unreadable (reported above), unchanged or a rollback: always allowed
+        if share > limit:
             report_violation(
-                f"{route.virtual_service.label} sends {_weight_text(route)} to subset "
-                f"{route.subset!r}: not an integer, so the step cannot be judged",
-                None,
+                _jump_message(route, share, previous, limit, max_step), route.virtual_service.urn
             )
-        elif previous is not None and weight <= previous:
-            continue  # unchanged or a rollback: always allowed
-        elif weight > limit:
-            report_violation(_jump_message(route, weight, previous, limit, max_step), None)
 
 
 def _jump_message(
-    route: Route, weight: int, previous: int | None, limit: int, max_step: int | None
+    route: RouteShare, share: Fraction, previous: int | None, limit: int, max_step: int | None
 ) -> str:
     where = route.virtual_service.label
+    via = f"; route {route.name!r} sends it to {route.reached}"
     if previous is None:
         return (
-            f"{where} sends {weight}% to Ascend with no previousWeight in the policy config "
-            f"(a first deploy): only 0% or the first ladder step {limit}% is allowed. If the "
-            "stack is deployed, write the config with `dualstack policy-config --from-stack-output`"
+            f"{where} sends {percent(share)} to Ascend with no previousWeight in the policy "
+            f"config (a first deploy): only 0% or the first ladder step {limit}% is allowed. If "
+            "the stack is deployed, write the config with `dualstack policy-config "
+            f"--from-stack-output`{via}"
         )
     rule = f"at most maxStep={max_step} points" if max_step is not None else "the next ladder step"
     return (
-        f"{where} raises the Ascend weight from {previous}% to {weight}%: an increase may go "
-        f"only to {rule}, {limit}%. Set ascendWeight to {limit} (decreases are always allowed)"
+        f"{where} raises the Ascend weight from {previous}% to {percent(share)}: an increase may "
+        f"go only to {rule}, {limit}%. Set ascendWeight to {limit} (decreases are always "
+        f"allowed){via}"
     )
 
 
@@ -198,9 +196,9 @@ def _route_problems(
     for vs in view.virtual_services:
         by_route: dict[str, list[Route]] = {}
         for route in routes_of(vs):
-            by_route.setdefault(route.route_name, []).append(route)
-        for name, routes in by_route.items():
-            where = f"{vs.label} route {name!r}"
+            by_route.setdefault(route.route_key, []).append(route)
+        for routes in by_route.values():
+            where = f"{vs.label} route {routes[0].route_name!r}"
             bad = [r for r in routes if r.weight is None or not 0 <= r.weight <= total]
             for r in bad:
                 problems.append(
@@ -235,15 +233,17 @@ def _route_problems(
 
 
 def _subset_problems(view: StackView) -> list[tuple[str, str]]:
-    """(message, urn) for routes to undefined subsets and subsets not selecting one workload."""
+    """(message, urn) for destinations that reach no pod of the stack (an unknown host, an
+    undefined subset, a selector or subset matching nothing) and for subsets not selecting
+    exactly one workload."""
     problems = []
     for route in view.routes():
-        if route.subset and route.subset not in view.subsets(route.host):
+        reach = view.reach(route)
+        if reach.problem:
             problems.append(
                 (
-                    f"{route.virtual_service.label} routes to subset {route.subset!r} of "
-                    f"{route.host}, which no DestinationRule in the stack defines (503 for "
-                    "that share); define the subset or fix the route",
+                    f"{route.virtual_service.label} route {route.route_name!r} destination "
+                    f"{destination_text(route)}: {reach.problem}",
                     route.virtual_service.urn,
                 )
             )
@@ -271,9 +271,10 @@ def route_weights_valid_validator(
     args: StackValidationArgs, report_violation: ReportViolation
 ) -> None:
     """Routes carry integer weights 0..`totalWeight` summing to exactly `totalWeight` (100);
-    every weighted route names both `nvidiaSubset` and `ascendSubset`; every route names a
-    subset a DestinationRule defines; every subset's labels select the pods of exactly one
-    workload. A malformed config is one violation (fail closed)."""
+    every weighted route names both `nvidiaSubset` and `ascendSubset`; every destination
+    reaches pods of the stack (its host is a Service of the stack selecting pods, its subset is
+    defined for that host and selects some of them); every subset's labels select the pods of
+    exactly one workload. A malformed config is one violation (fail closed)."""
     config = args.get_config()
     total = config_total_weight(config)
     required = required_subsets(config)
@@ -282,9 +283,7 @@ def route_weights_valid_validator(
         report_violation(message, urn)
 
 
-CONFIG_ON_LADDER = PolicyConfigSchema(
-    properties={"ladder": LADDER_SCHEMA, "ascendSubset": SUBSET_SCHEMAS["ascendSubset"]}
-)
+CONFIG_ON_LADDER = PolicyConfigSchema(properties={"ladder": LADDER_SCHEMA, **SHARE_SCHEMAS})
 CONFIG_JUMP = PolicyConfigSchema(
     properties={
         "ladder": {
@@ -301,7 +300,7 @@ CONFIG_JUMP = PolicyConfigSchema(
             "description": "If set, an increase may be at most this many points instead of "
             "going to the next ladder step. Taken from the BASE (deployed) stack config.",
         },
-        "ascendSubset": SUBSET_SCHEMAS["ascendSubset"],
+        **SHARE_SCHEMAS,
     }
 )
 CONFIG_ROUTES = PolicyConfigSchema(
@@ -309,17 +308,19 @@ CONFIG_ROUTES = PolicyConfigSchema(
 )
 
 POLICIES = [
-    ResourceValidationPolicy(
+    StackValidationPolicy(
         name="ascend-weight-on-ladder",
-        description="The VirtualService's Ascend weight is one of the configured ladder steps.",
+        description="The Ascend share of every route (where its destinations really send "
+        "traffic) is one of the configured ladder steps.",
         validate=ascend_weight_on_ladder_validator,
         enforcement_level=EnforcementLevel.MANDATORY,
         config_schema=CONFIG_ON_LADDER,
     ),
-    ResourceValidationPolicy(
+    StackValidationPolicy(
         name="no-unsafe-weight-jump",
-        description="An Ascend weight increase goes at most one ladder step above the deployed "
-        "weight (or maxStep points); decreases (rollbacks) are always allowed.",
+        description="The Ascend share (the largest any route sends to Ascend pods) rises at "
+        "most one ladder step above the deployed weight (or maxStep points); decreases "
+        "(rollbacks) are always allowed.",
         validate=no_unsafe_weight_jump_validator,
         enforcement_level=EnforcementLevel.MANDATORY,
         config_schema=CONFIG_JUMP,
@@ -328,8 +329,8 @@ POLICIES = [
         name="route-weights-valid",
         description="VirtualService route weights are integers 0..100 summing to 100 "
         "(totalWeight), every weighted route names both backends' subsets (an explicit "
-        "`weight: 0`), each route names a defined subset, and each subset selects the pods of "
-        "exactly one workload.",
+        "`weight: 0`), every destination reaches pods of the stack, and each subset selects "
+        "the pods of exactly one workload.",
         validate=route_weights_valid_validator,
         enforcement_level=EnforcementLevel.MANDATORY,
         config_schema=CONFIG_ROUTES,

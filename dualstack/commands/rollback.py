@@ -52,10 +52,13 @@ def introduced_violations(
     had, never blocks an emergency rollback. Lowering the weight breaks no policy of the
     pack today; this is the net for one that would.
     """
-    after = blocking(check_policies(head, before_weight, stack, before.settings))
+    # `before.objects` are the deployed pod templates: a rollback only scales, no surge.
+    after = blocking(check_policies(head, before_weight, stack, before.settings, before.objects))
     known = {
         (r.policy, r.resource)
-        for r in blocking(check_policies(before, before_weight, stack, before.settings))
+        for r in blocking(
+            check_policies(before, before_weight, stack, before.settings, before.objects)
+        )
     }
     new = [v for v in after if (v.policy, v.resource) not in known]
     return new, len(after) - len(new)

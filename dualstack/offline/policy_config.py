@@ -14,6 +14,8 @@ config at `--base REF`, online and offline): the step limit of `no-unsafe-weight
 (`ladder`, `maxStep`) and the deployed Ascend image (`previousAscendImage`, which tells a
 rollback from an image change). Without a base they fall back to the head's config (ladder,
 maxStep) or stay absent (previousAscendImage: every weight > 0 then needs the precision check).
+The BASE's rendered objects give `previousPodTemplates` (`template_facts`): which Deployments
+only scale, so `pool-capacity` counts no rollout surge for them; absent, every one surges.
 
 The file's shape is Pulumi's `--policy-pack-config` format: `{"<policy>": {"<key>": value}}`,
 each policy getting only the keys its `PolicyConfigSchema` declares, plus `enforcementLevel`
@@ -22,7 +24,9 @@ for the policies whose level a setting chooses (`ENFORCEMENT`), also taken from 
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +75,7 @@ def settings_facts(
         "tagPattern": settings.policy.release_tag_pattern,
         "nvidiaSubset": HARDWARE[0],
         "ascendSubset": HARDWARE[1],
+        "ascendResource": settings.ascend.accelerator_resource,
         "totalWeight": TOTAL_WEIGHT,
         "totalReplicas": settings.capacity.total_replicas,
         "ascendCapacityRatio": settings.capacity.ascend_capacity_ratio,
@@ -93,17 +98,69 @@ def settings_facts(
     return {key: value for key, value in facts.items() if value is not None}
 
 
+def _canonical(value: Any) -> Any:
+    """`value` as plain JSON data: mappings -> dicts, sequences -> lists, whole floats -> ints
+    (the pack sees engine floats, `replicas: 4.0`; the render gives ints)."""
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, int | float):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, Sequence):
+        return [_canonical(v) for v in value]
+    return value
+
+
+def template_hash(template: Any) -> str:
+    """sha256 hex digest of the canonical JSON (sorted keys, separators `,` `:`, whole numbers
+    as ints) of a pod template. The pack computes the same (`policies.pod_counts.
+    template_hash`, duplicated there because the pack imports nothing of the project; a test
+    keeps both equal)."""
+    text = json.dumps(_canonical(template), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def template_facts(objects: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Policy config `previousPodTemplates` from rendered objects (the BASE's): {Deployment
+    metadata.name: `template_hash` of its spec.template}.
+
+    A name held by two Deployments (other namespaces) is left out: its template is unknown,
+    so `pool-capacity` counts its surge (fail closed).
+    """
+    digests: dict[str, str] = {}
+    seen: set[str] = set()
+    for obj in objects:
+        name = (obj.get("metadata") or {}).get("name")
+        if obj.get("kind") != "Deployment" or not name:
+            continue
+        if name in seen:
+            digests.pop(name, None)
+            continue
+        seen.add(name)
+        digests[name] = template_hash((obj.get("spec") or {}).get("template"))
+    return digests
+
+
 def pack_config(
-    settings: Settings, previous_weight: int | None, base: Settings | None = None
+    settings: Settings,
+    previous_weight: int | None,
+    base: Settings | None = None,
+    base_objects: Iterable[Mapping[str, Any]] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """The `--policy-pack-config` content for a stack: {policy name: {config key: value}}.
 
     `settings` is the head (the change judged); `previous_weight` the deployed Ascend weight in
     % (None on a first deploy, when only 0 or the first ladder step may be deployed); `base`
     the BASE stack's settings (None without a base), which give the keys in `FROM_BASE`,
-    `previousAscendImage` and the levels in `ENFORCEMENT`.
+    `previousAscendImage` and the levels in `ENFORCEMENT`; `base_objects` the BASE's rendered
+    objects (None: unknown), which give `previousPodTemplates` (`template_facts`).
     """
     facts = settings_facts(settings, previous_weight, base)
+    if base_objects is not None:
+        facts["previousPodTemplates"] = template_facts(base_objects)
     base_facts = settings_facts(base, previous_weight, base) if base is not None else facts
     config: dict[str, dict[str, Any]] = {}
     for policy in POLICIES:

@@ -2,9 +2,9 @@
 
 `build_preview()` renders the stack from the working tree's config and, when a base ref is
 given, from the config at that ref (both with the current code), runs the policy pack over the
-head's objects (previous weight, step limit and previous Ascend image = the base's; none
-without a base, i.e. a first deploy) and reports the weight move, the replica move, each
-policy's result, each object's change and a unified diff.
+head's objects (previous weight, step limit, previous Ascend image and deployed pod templates
+= the base's; none without a base, i.e. a first deploy) and reports the weight move, the replica
+move, each policy's result, each object's change and a unified diff.
 """
 
 from __future__ import annotations
@@ -60,12 +60,18 @@ class Preview:
 
 
 def check_policies(
-    head: Side, previous_weight: int | None, stack: str, base: Settings | None = None
+    head: Side,
+    previous_weight: int | None,
+    stack: str,
+    base: Settings | None = None,
+    base_objects: list[dict[str, Any]] | None = None,
 ) -> list[PolicyResult]:
     """Run the policy pack over the head's objects with the config `dualstack policy-config
-    --base` would write for `previous_weight` (None: judged as a first deploy) and the `base`
-    settings (the step limit and the previous Ascend image; None: no base)."""
-    config = pack_config(head.settings, previous_weight, base)
+    --base` would write for `previous_weight` (None: judged as a first deploy), the `base`
+    settings (the step limit and the previous Ascend image; None: no base) and the base's
+    rendered objects (the deployed pod templates, so `pool-capacity` counts no surge for a
+    Deployment that only scales; None: unknown, every one surges)."""
+    config = pack_config(head.settings, previous_weight, base, base_objects)
     return run_policies(head.objects, config, stack)
 
 
@@ -106,7 +112,9 @@ def build_preview(
         label,
         changes=object_changes(base_objects, head_objects),
         diff=unified_diff(base_objects, head_objects, "base", "head"),
-        policy_results=check_policies(head, base_settings.ascend_weight, stack, base_settings),
+        policy_results=check_policies(
+            head, base_settings.ascend_weight, stack, base_settings, base_objects
+        ),
     )
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from components.capacity import ascend_replicas
 from policies.capacity import ascend_pods_needed
-from tests.support.policy_objects import NOT_APPLICABLE, find, good_stack, stack_violations
+from tests.support.policy_objects import HOST, NOT_APPLICABLE, find, good_stack, stack_violations
 
 
 def capacity(objects, config=None):
@@ -24,6 +24,26 @@ def test_nvidia_scaled_down_before_100_fails():
     [message] = capacity(stack)
     assert "Deployment inference/inference-blue has 2 replicas while Ascend takes 50%" in message
     assert "totalReplicas=4" in message and "rollback" in message
+
+
+def test_nvidia_may_not_shrink_at_80():
+    """The last rung below 100 still needs all of NVIDIA (kills `least < 100` -> `< 80`)."""
+    stack = good_stack(80)
+    find(stack, "Deployment", "nvidia")["spec"]["replicas"] = 3
+    [message] = capacity(stack)
+    assert message.startswith(
+        "Deployment inference/inference-blue has 3 replicas while Ascend takes 80%: NVIDIA must "
+        "keep totalReplicas=4 pods"
+    )
+
+
+def test_nvidia_one_pod_short_fails():
+    """One pod short of totalReplicas is short (kills `count < total` -> `< total - 1`)."""
+    stack = good_stack(20)
+    find(stack, "Deployment", "nvidia")["spec"]["replicas"] = 3
+    [message] = capacity(stack)
+    assert "inference-blue has 3 replicas while Ascend takes 20%" in message
+    assert message.endswith("keep 4 replicas")
 
 
 def test_nvidia_may_shrink_at_100():
@@ -77,8 +97,12 @@ def test_missing_backend_fails_closed():
         o for o in good_stack(20) if o["metadata"].get("labels", {}).get("hardware") != "ascend"
     ]
     [message] = capacity(stack)
-    assert "cannot check the Ascend capacity at 20%" in message
-    assert "no workload in the stack runs the pods of subset 'ascend'" in message
+    assert message == (
+        "cannot check the capacity: VirtualService inference/inference-vs route 'split' "
+        f"destination {HOST} subset 'ascend': subset 'ascend' of {HOST} selects no pod of "
+        "Service inference/inference-service (503 UH no_healthy_upstream); make the subset's "
+        "labels match a pod template"
+    )
 
 
 def test_no_traffic_split_is_not_applicable():

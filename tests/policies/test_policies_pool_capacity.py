@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 
 import pytest
+from pulumi_policy.proxy import unknown_checking_proxy
 
+from dualstack.offline.policy_config import template_facts, template_hash
 from policies.pod_counts import PodCountError, accelerators_per_pod, peak_pods, whole_quantity
+from policies.pod_counts import template_hash as pack_template_hash
 from policies.stack_view import StackView
 from tests.support.policy_objects import (
     NOT_APPLICABLE,
     container,
     deployment,
     find,
+    floats,
     good_stack,
     stack_args,
     stack_violations,
@@ -268,3 +273,97 @@ def test_accelerators_per_pod_counts_init_containers_and_sidecars():
 )
 def test_whole_quantity(value, count):
     assert whole_quantity(value) == count
+
+
+SHRUNK = {"nvidia": {"nodes": 1, "acceleratorsPerNode": 4}, "ascend": {"nodes": 2}}
+"""An NVIDIA pool shrunk to 4 GPUs while Ascend served 100%: room for 4 NVIDIA pods, no
+surge pod."""
+
+
+def rollback(weight, **edits):
+    """The config and head of a rollback from 100% to `weight` onto the SHRUNK pool: the
+    previous templates are the 100% stack's (as `dualstack preview --base` writes them)."""
+    base = surge_one(good_stack(100, ascend_replicas=5))
+    head = surge_one(good_stack(weight))
+    for hardware, image in edits.items():
+        container_of = find(head, "Deployment", hardware)["spec"]["template"]["spec"]
+        container_of["containers"][0]["image"] = image
+    return head, {"poolSizes": SHRUNK, "previousPodTemplates": template_facts(base)}
+
+
+class TestSurgeOnlyWhenThePodTemplateChanges:
+    """Rollback is never blocked: a change of `replicas` alone scales, it rolls nothing out."""
+
+    @pytest.mark.parametrize("weight", [80, 0])
+    def test_a_rollback_onto_a_shrunk_nvidia_pool_passes(self, weight):
+        head, config = rollback(weight)
+        assert find(head, "Deployment", "nvidia")["spec"]["replicas"] == 4  # 1 at 100%
+        assert pools(head, config) == []
+
+    @pytest.mark.parametrize("weight", [80, 0])
+    def test_the_same_rollback_without_the_previous_templates_counts_the_surge(self, weight):
+        """Absent key (first deploy, unknown): conservative, 4 + 1 surge > 4 GPUs."""
+        head, config = rollback(weight)
+        del config["previousPodTemplates"]
+        [message] = pools(head, config)
+        assert message.startswith(
+            "pool 'nvidia' is too small: a rollout takes up to 5 nvidia.com/gpu (Deployment "
+            "inference/inference-blue: (4 replicas + maxSurge 1) x 1) but the pool has 4 "
+            "(1 nodes x 4 acceleratorsPerNode)"
+        )
+
+    def test_an_image_change_with_the_same_shrunk_pool_counts_the_surge(self):
+        head, config = rollback(80, nvidia="registry/inference-service:v1.2.4-cuda")
+        [message] = pools(head, config)
+        assert "takes up to 5 nvidia.com/gpu" in message
+        assert "inference-blue: (4 replicas + maxSurge 1) x 1" in message
+
+    def test_an_unchanged_template_counts_its_replicas_and_says_so(self):
+        head, config = rollback(80)
+        config["poolSizes"] = {
+            "nvidia": {"nodes": 1, "acceleratorsPerNode": 3},
+            "ascend": {"nodes": 2},
+        }
+        [message] = pools(head, config)
+        assert "takes up to 4 nvidia.com/gpu" in message
+        assert "inference-blue: (4 replicas, pod template unchanged: no surge) x 1" in message
+
+    def test_a_deployment_missing_from_the_previous_templates_counts_its_surge(self):
+        head, config = rollback(80)
+        config["previousPodTemplates"] = {
+            name: digest
+            for name, digest in config["previousPodTemplates"].items()
+            if name != "inference-blue"
+        }
+        [message] = pools(head, config)
+        assert "(4 replicas + maxSurge 1) x 1" in message
+
+    @pytest.mark.parametrize(
+        ("value", "expected"),
+        [
+            ({"inference-blue": "abc"}, "previousPodTemplates.inference-blue = 'abc' is not a"),
+            ({"inference-blue": 5}, "previousPodTemplates.inference-blue = 5.0 is not a"),
+            ("all", "previousPodTemplates = 'all' is not a map"),
+        ],
+    )
+    def test_malformed_previous_templates_fail_closed(self, value, expected):
+        head, config = rollback(80)
+        config["previousPodTemplates"] = value
+        [message] = pools(head, config)
+        assert message.startswith(f"policy config {expected}")
+
+
+def test_pack_and_config_writer_hash_templates_alike():
+    """The pack's digest (engine-shaped props: floats, read-only proxies) equals the one
+    `dualstack policy-config` writes from plain objects; the two functions are duplicates.
+    Both hash the canonical JSON: sorted keys, no spaces, whole numbers as integers."""
+    tricky = {"b": {"z": 0, "y": [{"x": 3}]}, "a": [1, 2.5, True, None, "\u00fc"]}
+    text = '{"a":[1,2.5,true,null,"\\u00fc"],"b":{"y":[{"x":3}],"z":0}}'
+    expected = hashlib.sha256(text.encode()).hexdigest()
+    assert template_hash(tricky) == expected
+    assert pack_template_hash(unknown_checking_proxy(floats(tricky))) == expected
+    for obj in [find(good_stack(20), "Deployment", hw) for hw in ("nvidia", "ascend")]:
+        [resource] = stack_args([obj]).resources
+        engine_template = resource.props["spec"]["template"]
+        assert isinstance(engine_template["spec"]["securityContext"]["runAsUser"], float)
+        assert pack_template_hash(engine_template) == template_hash(obj["spec"]["template"])

@@ -244,8 +244,10 @@ class TestPrecisionVerifiedBeforePromotion:
     def test_missing_ascend_backend_fails_closed(self):
         stack = good_stack(20)
         find(stack, "DestinationRule")["spec"]["subsets"][1]["labels"] = {"hardware": "npu"}
-        [message] = precision(stack, {"previousWeight": 5})
-        assert "cannot check the Ascend image" in message
+        share, image = precision(stack, {"previousWeight": 5})
+        assert share.startswith("cannot judge the Ascend share: VirtualService")
+        assert "subset 'ascend'" in share and "selects no pod" in share
+        assert image.startswith("cannot check the Ascend image raising the Ascend weight")
 
     def test_no_split_is_not_applicable(self):
         stack = [o for o in good_stack(20) if o["kind"] != "VirtualService"]

@@ -1,4 +1,4 @@
-"""Traffic policies over hand-built ResourceValidationArgs / StackValidationArgs."""
+"""Traffic policies over hand-built StackValidationArgs."""
 
 from __future__ import annotations
 
@@ -10,21 +10,24 @@ from tests.support.policy_objects import (
     NOT_APPLICABLE,
     find,
     good_stack,
-    resource_args,
     stack_violations,
-    violations,
     virtual_service,
 )
 
 LADDER = (0, 5, 20, 50, 80, 100)
 
 
+def with_vs(vs):
+    """The clean stack with its VirtualService replaced by `vs`."""
+    return [obj for obj in good_stack(20) if obj["kind"] != "VirtualService"] + [vs]
+
+
 def on_ladder(weight, config=None):
-    return violations("ascend-weight-on-ladder", resource_args(virtual_service(weight), config))
+    return stack_violations("ascend-weight-on-ladder", with_vs(virtual_service(weight)), config)
 
 
 def jump(weight, config=None):
-    return violations("no-unsafe-weight-jump", resource_args(virtual_service(weight), config))
+    return stack_violations("no-unsafe-weight-jump", with_vs(virtual_service(weight)), config)
 
 
 class TestAscendWeightOnLadder:
@@ -34,36 +37,38 @@ class TestAscendWeightOnLadder:
 
     def test_off_ladder_weight_fails_naming_value_and_steps(self):
         [message] = on_ladder(30)
-        assert "VirtualService inference/inference-vs" in message
-        assert "30%" in message
-        assert "0, 5, 20, 50, 80, 100" in message
+        assert message == (
+            "VirtualService inference/inference-vs route 'split' sends 30% to Ascend pods "
+            "(Deployment inference/inference-green), which is not a ladder step (0, 5, 20, 50, "
+            "80, 100); set ascendWeight to one of them"
+        )
 
     def test_missing_properties_are_no_violation(self):
         bare = {"apiVersion": "networking.istio.io/v1", "kind": "VirtualService", "metadata": {}}
-        assert violations("ascend-weight-on-ladder", resource_args(bare)) == []
+        assert stack_violations("ascend-weight-on-ladder", with_vs(bare)) == []
         vs = virtual_service(20)
         del vs["spec"]["http"][0]["route"][1]["weight"]
-        [message] = violations("ascend-weight-on-ladder", resource_args(vs))
-        assert "weight None" in message
-
-    def test_other_kinds_are_ignored(self):
-        assert (
-            violations("ascend-weight-on-ladder", resource_args(find(good_stack(), "Service")))
-            == []
+        [message] = stack_violations("ascend-weight-on-ladder", with_vs(vs))
+        assert message.startswith(
+            "cannot judge the Ascend share: VirtualService inference/inference-vs route 'split' "
+            "has weights"
         )
+        assert "subset 'ascend'=None" in message and "cannot be judged" in message
+
+    def test_a_stack_without_routes_passes(self):
+        assert stack_violations("ascend-weight-on-ladder", [find(good_stack(), "Service")]) == []
 
     def test_configured_ladder_overrides_default(self):
         assert on_ladder(30, {"ladder": [0, 30, 100]}) == []
         assert len(on_ladder(20, {"ladder": [0, 30, 100]})) == 1
 
-    def test_configured_subset_name(self):
-        vs = virtual_service(30)
-        vs["spec"]["http"][0]["route"][1]["destination"]["subset"] = "npu"
-        assert violations("ascend-weight-on-ladder", resource_args(vs)) == []
-        assert (
-            len(violations("ascend-weight-on-ladder", resource_args(vs, {"ascendSubset": "npu"})))
-            == 1
-        )
+    def test_ascend_pods_are_known_by_their_accelerator_or_the_ascend_subset(self):
+        """Either sign makes a pod an Ascend pod: a name alone cannot hide one."""
+        nothing_requests_it = {"ascendResource": "example.com/none"}
+        assert len(on_ladder(30, nothing_requests_it)) == 1  # still the 'ascend' subset's pods
+        assert len(on_ladder(30, {"ascendSubset": "npu"})) == 1  # still Ascend910 pods
+        both = {"ascendResource": "example.com/none", "ascendSubset": "npu"}
+        assert on_ladder(30, both) == []  # neither sign: the 30% goes to no Ascend pod
 
     def test_malformed_ladder_config_fails_closed(self):
         [message] = on_ladder(20, {"ladder": [0, 50, 20, 100]})
@@ -114,12 +119,12 @@ class TestNoUnsafeWeightJump:
 
     def test_non_integer_route_weight_fails(self):
         [message] = jump(20.5, {"previousWeight": 5})
-        assert "20.5" in message and "not an integer" in message
+        assert "subset 'ascend'=20.5" in message and "not whole numbers" in message
 
     def test_missing_properties_are_no_violation(self):
         vs = virtual_service(80)
         del vs["spec"]
-        assert violations("no-unsafe-weight-jump", resource_args(vs, {"previousWeight": 5})) == []
+        assert stack_violations("no-unsafe-weight-jump", with_vs(vs), {"previousWeight": 5}) == []
 
 
 @pytest.mark.parametrize(
@@ -176,9 +181,15 @@ class TestRouteWeightsValid:
     def test_subset_selecting_nothing_fails(self):
         stack = good_stack(20)
         find(stack, "DestinationRule")["spec"]["subsets"][1]["labels"]["hardware"] = "npu"
-        [message] = routes(stack)
-        assert "subset 'ascend'" in message and "app=inference-service, hardware=npu" in message
-        assert "503 UH no_healthy_upstream" in message
+        route, rule = routes(stack)
+        assert route == (
+            f"VirtualService inference/inference-vs route 'split' destination {HOST} subset "
+            f"'ascend': subset 'ascend' of {HOST} selects no pod of Service "
+            "inference/inference-service (503 UH no_healthy_upstream); make the subset's labels "
+            "match a pod template"
+        )
+        assert "subset 'ascend'" in rule and "app=inference-service, hardware=npu" in rule
+        assert "503 UH no_healthy_upstream" in rule
 
     def test_subset_selecting_two_workloads_fails(self):
         stack = good_stack(20)
@@ -190,7 +201,12 @@ class TestRouteWeightsValid:
     def test_pods_outside_the_host_service_are_not_selected(self):
         stack = good_stack(20)
         find(stack, "Service")["spec"]["selector"] = {"app": "other"}
-        assert len(routes(stack)) == 2  # both subsets now select no endpoint of the host
+        found = routes(stack)  # both destinations reach nothing; both subsets select nothing
+        assert len(found) == 4
+        assert sum("Service inference/inference-service selects no pod" in m for m in found) == 2
+        assert (
+            sum(m.startswith("DestinationRule inference/inference-dr subset") for m in found) == 2
+        )
 
     def test_short_host_names_resolve_in_the_rule_namespace(self):
         stack = good_stack(20)

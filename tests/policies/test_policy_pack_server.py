@@ -24,7 +24,7 @@ from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 from dualstack.offline.policy_run import engine_value, type_token
 from policies import POLICIES
 from tests.conftest import REPO
-from tests.support.policy_objects import ASCEND_IMAGE, deployment, good_stack, virtual_service
+from tests.support.policy_objects import ASCEND_IMAGE, deployment, good_stack
 
 TIMEOUT = 20
 
@@ -87,23 +87,45 @@ def configure(analyzer, config: dict) -> None:
     analyzer.Configure(request, timeout=TIMEOUT)
 
 
-def analyze_vs(analyzer, weight: int) -> list:
-    request = analyzer_pb2.AnalyzeRequest(
-        type="kubernetes:networking.istio.io/v1:VirtualService",
-        properties=struct(virtual_service(weight)),
-        urn="urn:pulumi:prod::dualstack-inference::kubernetes:networking.istio.io/v1:VirtualService::vs",
-        name="inference-traffic-virtual-service",
-    )
-    return list(analyzer.Analyze(request, timeout=TIMEOUT).diagnostics)
+def analyze_stack(analyzer, stack: list[dict]) -> list:
+    """The diagnostics of every stack policy over `stack`, sent as the engine sends it."""
+    resources = [
+        analyzer_pb2.AnalyzerResource(
+            type=type_token(obj),
+            properties=struct(obj),
+            urn=f"urn:pulumi:prod::dualstack-inference::{type_token(obj)}::{index}",
+            name=str(index),
+        )
+        for index, obj in enumerate(stack)
+    ]
+    request = analyzer_pb2.AnalyzeStackRequest(resources=resources)
+    return list(analyzer.AnalyzeStack(request, timeout=TIMEOUT).diagnostics)
 
 
 def test_weight_jump_is_judged_against_the_configured_previous_weight(analyzer):
     configure(analyzer, {"no-unsafe-weight-jump": {"previousWeight": 5}})
-    assert analyze_vs(analyzer, 20) == []
-    [diagnostic] = analyze_vs(analyzer, 80)
+    assert analyze_stack(analyzer, good_stack(20)) == []
+    [diagnostic] = analyze_stack(analyzer, good_stack(80))
     assert diagnostic.policyName == "no-unsafe-weight-jump"
     assert diagnostic.enforcementLevel == analyzer_pb2.EnforcementLevel.Value("MANDATORY")
     assert "from 5% to 80%" in diagnostic.message
+    assert diagnostic.urn.endswith("::3")  # the VirtualService
+
+
+def test_stack_policies_run_over_the_whole_stack(analyzer):
+    configure(
+        analyzer,
+        {
+            "rollback-capacity": {"totalReplicas": 4},
+            "no-unsafe-weight-jump": {"previousWeight": 20},
+        },
+    )
+    stack = good_stack(50)
+    stack[0]["spec"]["replicas"] = 2
+    [diagnostic] = analyze_stack(analyzer, stack)
+    assert diagnostic.policyName == "rollback-capacity"
+    assert "inference-blue has 2 replicas" in diagnostic.message
+    assert diagnostic.urn.endswith("::0")
 
 
 def test_digest_pinning_is_mandatory_when_configured(analyzer):
@@ -121,28 +143,6 @@ def test_digest_pinning_is_mandatory_when_configured(analyzer):
     [diagnostic] = [d for d in diagnostics if d.policyName == "images-pinned-by-digest"]
     assert diagnostic.enforcementLevel == analyzer_pb2.EnforcementLevel.Value("MANDATORY")
     assert f"uses {ASCEND_IMAGE}, pinned by the tag v1.2.3-npu only" in diagnostic.message
-
-
-def test_stack_policies_run_over_the_whole_stack(analyzer):
-    configure(analyzer, {"rollback-capacity": {"totalReplicas": 4}})
-    stack = good_stack(50)
-    stack[0]["spec"]["replicas"] = 2
-    resources = [
-        analyzer_pb2.AnalyzerResource(
-            type=type_token(obj),
-            properties=struct(obj),
-            urn=f"urn:pulumi:prod::dualstack-inference::{type_token(obj)}::{index}",
-            name=str(index),
-        )
-        for index, obj in enumerate(stack)
-    ]
-    response = analyzer.AnalyzeStack(
-        analyzer_pb2.AnalyzeStackRequest(resources=resources), timeout=TIMEOUT
-    )
-    [diagnostic] = response.diagnostics
-    assert diagnostic.policyName == "rollback-capacity"
-    assert "inference-blue has 2 replicas" in diagnostic.message
-    assert diagnostic.urn.endswith("::0")
 
 
 def test_importing_the_validators_does_not_start_the_pack():

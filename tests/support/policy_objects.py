@@ -28,6 +28,7 @@ HOST = f"inference-service.{NAMESPACE}.svc.cluster.local"
 NVIDIA_IMAGE = "registry/inference-service:v1.2.3-cuda"
 ASCEND_IMAGE = "registry/inference-service:v1.2.3-npu"
 VERIFIED = "dualstack.io/verified-ascend-image"
+HARDWARE = ("nvidia", "ascend")
 TOKENS = {
     "Deployment": "kubernetes:apps/v1:Deployment",
     "StatefulSet": "kubernetes:apps/v1:StatefulSet",
@@ -159,6 +160,24 @@ def service() -> dict[str, Any]:
         "metadata": {"name": "inference-service", "namespace": NAMESPACE},
         "spec": {"selector": {"app": "inference-service"}, "ports": [{"port": 8000}]},
     }
+
+
+def direct_service(hardware: str) -> dict[str, Any]:
+    """The program's per-backend Service `inference-service-<hardware>`, selecting {app,
+    hardware}: its host reaches that backend's pods without any subset."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": f"inference-service-{hardware}", "namespace": NAMESPACE},
+        "spec": {
+            "selector": {"app": "inference-service", "hardware": hardware},
+            "ports": [{"port": 8000}],
+        },
+    }
+
+
+DIRECT_HOST = {hw: f"inference-service-{hw}.{NAMESPACE}.svc.cluster.local" for hw in HARDWARE}
+"""Hosts of the per-backend Services of `direct_service`."""
 
 
 def good_stack(weight: int = 20, ascend_replicas: int | None = None) -> list[dict[str, Any]]:

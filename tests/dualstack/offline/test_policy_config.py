@@ -25,7 +25,7 @@ DEFAULTS = load_settings(cfg(ascendWeight="5"))
 
 def test_each_policy_gets_exactly_its_schema_keys():
     settings = load_settings(cfg(ascendWeight="5", policy={"maxStep": 20}))
-    config = pack_config(settings, 5, base=settings)
+    config = pack_config(settings, 5, base=settings, base_objects=[])
     for policy in POLICIES:
         declared = set(policy.config_schema.properties) if policy.config_schema else set()
         expected = declared - NOT_FROM_SETTINGS
@@ -275,6 +275,7 @@ def test_command_takes_the_step_limit_and_image_from_base(git_repo, tmp_path, ca
         "ladder": [0, 5, 20, 50, 80, 100],
         "previousWeight": 5,
         "ascendSubset": "ascend",
+        "ascendResource": "huawei.com/Ascend910",
     }
     assert written["precision-verified-before-promotion"]["previousAscendImage"] == (
         "registry/inference-service:v1.2.3-npu"

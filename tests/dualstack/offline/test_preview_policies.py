@@ -140,9 +140,9 @@ def test_more_nvidia_pods_than_the_pool_holds_fails(git_repo, capsys):
     assert "Replicas: nvidia 4 -> 100, ascend 1 -> 6" in out
     assert err.splitlines()[0] == "policy check failed: pool-capacity"
     assert (
-        "pool 'nvidia' is too small: a rollout takes up to 101 nvidia.com/gpu (Deployment "
-        "inference/inference-blue: (100 replicas + maxSurge 1) x 1) but the pool has 24 "
-        "(3 nodes x 8 acceleratorsPerNode)"
+        "pool 'nvidia' is too small: a rollout takes up to 100 nvidia.com/gpu (Deployment "
+        "inference/inference-blue: (100 replicas, pod template unchanged: no surge) x 1) but "
+        "the pool has 24 (3 nodes x 8 acceleratorsPerNode)"
     ) in err
 
 
@@ -155,7 +155,7 @@ def test_more_ascend_pods_than_the_pool_holds_at_100_fails(git_repo, capsys):
     assert "Replicas: nvidia 4 -> 1, ascend 4 -> 24" in out
     assert err.splitlines()[0] == "policy check failed: pool-capacity"
     assert (
-        "pool 'ascend' is too small: a rollout takes up to 25 huawei.com/Ascend910" in err
+        "pool 'ascend' is too small: a rollout takes up to 24 huawei.com/Ascend910" in err
         and "but the pool has 16 (2 nodes x 8 acceleratorsPerNode)" in err
     )
 

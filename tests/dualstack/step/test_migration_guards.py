@@ -67,9 +67,9 @@ def test_a_rollback_that_would_break_a_policy_is_undone(git_repo, monkeypatch, c
     real = rollback.check_policies
     cold = PolicyResult("keep-ascend-warm", "mandatory", "violation", "too cold")
 
-    def strict(head, previous_weight, stack, base=None):
+    def strict(head, previous_weight, stack, base=None, base_objects=None):
         extra = [cold] if head.settings.ascend_weight == 0 else []
-        return [*real(head, previous_weight, stack, base), *extra]
+        return [*real(head, previous_weight, stack, base, base_objects), *extra]
 
     monkeypatch.setattr(rollback, "check_policies", strict)
     before = stack_bytes(git_repo)

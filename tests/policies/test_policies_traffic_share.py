@@ -1,0 +1,276 @@
+"""Traffic is recognised by where it goes: every route destination is resolved to the pods it
+reaches, and the Ascend share judged is the largest any route sends to Ascend pods.
+
+The two bypasses measured on main (issue 11): a route to the Ascend Service's host without a
+subset, and a catch-all match route placed first, both sent up to 100% to Ascend while every
+policy passed, because the policies recognised Ascend traffic by the subset NAME only.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from policies.stack_view import StackView
+from policies.traffic_share import ascend_shares
+from tests.support.policy_objects import (
+    DIRECT_HOST,
+    HOST,
+    NAMESPACE,
+    direct_service,
+    find,
+    good_stack,
+    stack_args,
+    stack_violations,
+)
+
+SHARE_POLICIES = (
+    "ascend-weight-on-ladder",
+    "no-unsafe-weight-jump",
+    "rollback-capacity",
+    "precision-verified-before-promotion",
+)
+"""The policies that judge the Ascend share."""
+AT_5 = {"previousWeight": 5, "previousAscendImage": "registry/inference-service:v1.2.3-npu"}
+
+
+def stack_at_5() -> list[dict]:
+    """The clean stack deployed at 5%, with the program's per-backend Services."""
+    return [*good_stack(5), direct_service("nvidia"), direct_service("ascend")]
+
+
+def http(stack: list[dict]) -> list[dict]:
+    """The VirtualService's HTTP routes, for editing."""
+    return find(stack, "VirtualService")["spec"]["http"]
+
+
+def dest(host: str, subset: str | None = None, weight: int | None = None) -> dict:
+    destination = {"host": host, **({"subset": subset} if subset else {})}
+    return {"destination": destination, **({"weight": weight} if weight is not None else {})}
+
+
+def all_violations(stack: list[dict], config: dict) -> dict[str, list[str]]:
+    """Violations of every policy over `stack`, by policy (failing policies only)."""
+    found = {}
+    for policy in (*SHARE_POLICIES, "route-weights-valid"):
+        result = stack_violations(policy, stack, config)
+        if result and result != "not applicable":
+            found[policy] = result
+    return found
+
+
+def shares(stack: list[dict], config: dict | None = None):
+    return ascend_shares(StackView.of(stack_args(stack).resources), config or {})
+
+
+class TestMeasuredBypasses:
+    def test_a_route_to_the_ascend_service_host_without_a_subset_is_refused(self):
+        """The split keeps its names (nvidia 95, ascend 5) but a route placed first sends all
+        traffic to the Ascend Service's host: 100% on Ascend."""
+        stack = stack_at_5()
+        http(stack).insert(0, {"name": "direct", "route": [dest(DIRECT_HOST["ascend"])]})
+        found = all_violations(stack, AT_5)
+        [jump] = found["no-unsafe-weight-jump"]
+        assert jump == (
+            "VirtualService inference/inference-vs raises the Ascend weight from 5% to 100%: an "
+            "increase may go only to the next ladder step, 20%. Set ascendWeight to 20 "
+            "(decreases are always allowed); route 'direct' sends it to Deployment "
+            "inference/inference-green"
+        )
+        [capacity] = found["rollback-capacity"]
+        assert "inference-green has 1 replicas for 100% of traffic" in capacity
+        assert "needs at least 4" in capacity
+        assert "route-weights-valid" not in found  # the bypass is a valid route: only the share
+
+    def test_a_hostname_only_destination_inside_the_split_counts(self):
+        """nvidia 0 and ascend 5 by subset, plus 95 to the Ascend host: both subsets named,
+        weights sum to 100, so only the resolved share tells."""
+        stack = stack_at_5()
+        http(stack)[0]["route"] = [
+            dest(HOST, "nvidia", 0),
+            dest(HOST, "ascend", 5),
+            dest(DIRECT_HOST["ascend"], None, 95),
+        ]
+        found = all_violations(stack, AT_5)
+        assert set(found) == {"no-unsafe-weight-jump", "rollback-capacity"}
+        [jump] = found["no-unsafe-weight-jump"]
+        assert "raises the Ascend weight from 5% to 100%" in jump
+        assert "route 'split' sends it to Deployment inference/inference-green" in jump
+
+    def test_a_catch_all_match_route_placed_first_is_refused(self):
+        stack = stack_at_5()
+        catch_all = {
+            "name": "catch-all",
+            "match": [{"uri": {"prefix": "/"}}],
+            "route": [dest(HOST, "ascend")],
+        }
+        http(stack).insert(0, catch_all)
+        found = all_violations(stack, AT_5)
+        [jump] = found["no-unsafe-weight-jump"]
+        assert "raises the Ascend weight from 5% to 100%" in jump
+        assert jump.endswith("route 'catch-all' sends it to Deployment inference/inference-green")
+        [capacity] = found["rollback-capacity"]
+        assert "inference-green has 1 replicas for 100% of traffic" in capacity
+
+    def test_a_route_to_the_shared_host_counts_wholly_as_ascend(self):
+        """The shared Service selects both backends: which pod serves is not the policy's to
+        guess, so the worst case (all of it on Ascend) is judged."""
+        stack = stack_at_5()
+        http(stack).insert(0, {"name": "any-pod", "route": [dest(HOST)]})
+        [jump] = stack_violations("no-unsafe-weight-jump", stack, AT_5)
+        assert "from 5% to 100%" in jump and "route 'any-pod'" in jump
+        assert shares(stack).least == 0  # NVIDIA may still get it: it must stay full
+
+    def test_the_same_share_through_the_direct_hosts_passes(self):
+        """Routing by the per-backend hosts instead of subsets is fine at a legal step."""
+        stack = stack_at_5()
+        http(stack)[0]["route"] = [
+            dest(DIRECT_HOST["nvidia"], None, 80),
+            dest(DIRECT_HOST["ascend"], None, 20),
+        ]
+        for policy in SHARE_POLICIES:
+            assert stack_violations(policy, stack, AT_5) == [], policy
+
+
+class TestResolution:
+    @pytest.mark.parametrize("weight", [0, 5, 20, 50, 80, 100])
+    def test_host_and_subset_routes_pass_at_every_rung(self, weight):
+        stack = good_stack(weight)
+        config = {"previousWeight": weight}
+        for policy in (*SHARE_POLICIES, "route-weights-valid"):
+            assert stack_violations(policy, stack, config) == [], policy
+        assert shares(stack).most == weight
+
+    @pytest.mark.parametrize(
+        ("destination", "why"),
+        [
+            (
+                dest("inference-canary", None, 20),
+                "inference-canary.inference.svc.cluster.local is no Service of the stack",
+            ),
+            (dest("api.example.com", None, 20), "api.example.com is no Service of the stack"),
+            (
+                dest(HOST, "canary", 20),
+                f"subset 'canary' of {HOST}, which no DestinationRule in the stack defines",
+            ),
+        ],
+    )
+    def test_a_destination_to_nothing_known_fails_naming_route_and_destination(
+        self, destination, why
+    ):
+        stack = good_stack(20)
+        http(stack)[0]["route"][1] = destination
+        found = all_violations(stack, {"previousWeight": 20})
+        assert set(found) >= set(SHARE_POLICIES) | {"route-weights-valid"}
+        shown = destination["destination"]["host"]
+        if "." not in shown:
+            shown = f"{shown}.{NAMESPACE}.svc.cluster.local"
+        if "subset" in destination["destination"]:
+            shown += " subset 'canary'"
+        where = f"VirtualService inference/inference-vs route 'split' destination {shown}: {why}"
+        assert any(m.startswith(where) for m in found["route-weights-valid"])
+        for policy in SHARE_POLICIES:
+            assert any(where in m for m in found[policy]), policy
+
+    def test_a_service_selecting_nothing_fails(self):
+        stack = stack_at_5()
+        stack[-1]["spec"]["selector"] = {"app": "inference-service", "hardware": "npu"}
+        http(stack).insert(0, {"name": "direct", "route": [dest(DIRECT_HOST["ascend"])]})
+        unknown, jump = stack_violations("no-unsafe-weight-jump", stack, AT_5)
+        assert unknown == (
+            "cannot judge the Ascend share: VirtualService inference/inference-vs route 'direct' "
+            f"destination {DIRECT_HOST['ascend']}: Service inference/inference-service-ascend "
+            "selects no pod of any workload in the stack (503 UH no_healthy_upstream); make its "
+            "selector match a pod template"
+        )
+        # pods outside the stack may carry those labels: judged as if they were Ascend pods
+        assert "from 5% to 100%" in jump
+        assert jump.endswith("route 'direct' sends it to pods the stack does not know")
+
+    def test_a_service_without_selector_reaches_no_pod(self):
+        stack = stack_at_5()
+        del stack[-1]["spec"]["selector"]  # endpoints would be managed by hand: unknown
+        http(stack).insert(0, {"name": "direct", "route": [dest(DIRECT_HOST["ascend"])]})
+        [message] = stack_violations("route-weights-valid", stack)
+        assert "Service inference/inference-service-ascend selects no pod" in message
+
+    def test_a_zero_weight_destination_to_nothing_is_only_a_route_error(self):
+        """It carries no traffic, so the share is known; the route is still wrong."""
+        stack = good_stack(0)
+        http(stack)[0]["route"][1] = dest("inference-canary", None, 0)
+        assert stack_violations("no-unsafe-weight-jump", stack, {"previousWeight": 0}) == []
+        found = stack_violations("route-weights-valid", stack)
+        assert any("destination inference-canary.inference.svc.cluster.local: " in m for m in found)
+
+    def test_tcp_routes_count_too(self):
+        stack = stack_at_5()
+        find(stack, "VirtualService")["spec"]["tcp"] = [{"route": [dest(DIRECT_HOST["ascend"])]}]
+        [jump] = stack_violations("no-unsafe-weight-jump", stack, AT_5)
+        assert "from 5% to 100%" in jump and "route 'tcp[0]'" in jump
+
+    def test_shares_split_by_weight_over_the_sum(self):
+        """Istio splits by weight/sum (REFERENCE.md): 1 of 3 is 33.33%, off the ladder."""
+        stack = good_stack(20)
+        http(stack)[0]["route"][0]["weight"] = 2
+        http(stack)[0]["route"][1]["weight"] = 1
+        assert shares(stack).most == Fraction(100, 3)
+        [message] = stack_violations("ascend-weight-on-ladder", stack)
+        assert "sends 33.33% to Ascend pods" in message
+
+
+def two_hosts_stack() -> list[dict]:
+    """The clean stack at 0% plus a second host, `inference-pool`, selecting both backends,
+    whose DestinationRule (listed FIRST) defines a subset of the SAME name with other labels:
+    there, `nvidia` selects the Ascend pods."""
+    pool = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "inference-pool", "namespace": NAMESPACE},
+        "spec": {"selector": {"app": "inference-service"}, "ports": [{"port": 8000}]},
+    }
+    other = {
+        "apiVersion": "networking.istio.io/v1",
+        "kind": "DestinationRule",
+        "metadata": {"name": "inference-pool-dr", "namespace": NAMESPACE},
+        "spec": {
+            "host": "inference-pool",
+            "subsets": [{"name": "nvidia", "labels": {"hardware": "ascend"}}],
+        },
+    }
+    return [pool, other, *good_stack(0)]
+
+
+class TestSubsetsAreLookedUpUnderTheirHost:
+    """A subset name means nothing without its host: the same name under two hosts is two
+    subsets (kills the mutant "the subset lookup ignores the destination host", whether it
+    takes the first rule defining the name or every one)."""
+
+    POOL = f"inference-pool.{NAMESPACE}.svc.cluster.local"
+
+    def test_each_host_resolves_its_own_subset(self):
+        view = StackView.of(stack_args(two_hosts_stack()).resources)
+        assert view.subset_labels(self.POOL, "nvidia") == [{"hardware": "ascend"}]
+        assert view.subset_labels(HOST, "nvidia") == [
+            {"app": "inference-service", "hardware": "nvidia"}
+        ]
+        [to_nvidia, _to_ascend] = view.routes()
+        assert [w.label for w in view.reach(to_nvidia).workloads] == [
+            "Deployment inference/inference-blue"
+        ]
+
+    def test_the_split_s_nvidia_subset_stays_nvidia_beside_a_same_named_one(self):
+        """0% by the main host's subsets passes although `nvidia` of inference-pool (listed
+        first) selects the Ascend pods."""
+        stack = two_hosts_stack()
+        for policy in (*SHARE_POLICIES, "route-weights-valid"):
+            assert stack_violations(policy, stack, {"previousWeight": 0}) == [], policy
+        assert shares(stack).most == 0
+
+    def test_a_route_to_the_other_host_s_nvidia_subset_is_ascend_traffic(self):
+        """`nvidia` of inference-pool selects the Ascend pods: 100% there is a jump 0 -> 100."""
+        stack = two_hosts_stack()
+        http(stack).insert(0, {"name": "pool", "route": [dest("inference-pool", "nvidia")]})
+        [jump] = stack_violations("no-unsafe-weight-jump", stack, {"previousWeight": 0})
+        assert "raises the Ascend weight from 0% to 100%" in jump
+        assert "route 'pool' sends it to Deployment inference/inference-green" in jump
