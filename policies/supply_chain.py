@@ -143,8 +143,8 @@ def image_pair_consistent_validator(
     pattern = _tag_pattern(args)
     config = args.get_config()
     view = StackView.of(args.resources)
-    if not view.virtual_services:
-        args.not_applicable("no VirtualService: no backend pair in this stack")
+    if not view.route_objects:
+        args.not_applicable("no VirtualService or HTTPRoute: no backend pair in this stack")
     releases: dict[str, tuple[str, str]] = {}
     for hardware in ("nvidia", "ascend"):
         workload, image, why = _backend_image(view, config, hardware)

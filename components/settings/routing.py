@@ -91,6 +91,25 @@ class GatewayApiSettings(ConfigModel):
         return self
 
 
+EVERY_REQUEST_HEADERS = frozenset(
+    {
+        "host",
+        "user-agent",
+        "accept",
+        "accept-encoding",
+        "accept-language",
+        "authorization",
+        "connection",
+        "content-length",
+        "content-type",
+        "cookie",
+        "te",
+        "x-request-id",
+    }
+)
+"""Headers ordinary clients (or the proxies on the way) send: never a pin header."""
+
+
 class TesterPinningSettings(ConfigModel):
     """Requests carrying `header: <value>` go to that hardware whatever the weight: a match
     rule ahead of the weighted route, in either router (smoke tests, precision checks through
@@ -105,6 +124,11 @@ class TesterPinningSettings(ConfigModel):
 
     @model_validator(mode="after")
     def _distinct_values(self) -> TesterPinningSettings:
+        if self.header in EVERY_REQUEST_HEADERS or self.header.startswith("x-forwarded-"):
+            raise ValueError(
+                f"header {self.header!r} is one most requests carry: a pin must match only "
+                "testers' requests; use a header of your own, e.g. x-dualstack-hardware"
+            )
         if self.nvidia == self.ascend:
             raise ValueError(f"nvidia and ascend pin the same value {self.ascend!r}")
         return self

@@ -46,6 +46,11 @@ FROM_BASE = {"no-unsafe-weight-jump": frozenset({"ladder", "maxStep"})}
 limit is the deployed config's, so a change cannot widen its own step by editing the ladder or
 `policy.maxStep` in the stack file it brings."""
 
+ALWAYS_FROM_BASE = frozenset({"testerPinning"})
+"""Config keys every policy takes from the BASE settings when there is a base: the tester-pin
+header and values, which decide which rules the Ascend share leaves out (`policies.pins`); a
+change cannot declare its own catch-all route a pin."""
+
 
 ENFORCEMENT = {
     "images-pinned-by-digest": lambda settings: (
@@ -90,6 +95,11 @@ def settings_facts(
                 "acceleratorsPerNode": settings.hardware(hw).pool.accelerators_per_node,
             }
             for hw in HARDWARE
+        },
+        "testerPinning": {
+            "header": settings.tester_pinning.header,
+            "nvidia": settings.tester_pinning.nvidia,
+            "ascend": settings.tester_pinning.ascend,
         },
         "driverHostPaths": sorted(
             {path for hw in HARDWARE if (path := settings.hardware(hw).driver_host_path)}
@@ -165,7 +175,7 @@ def pack_config(
     config: dict[str, dict[str, Any]] = {}
     for policy in POLICIES:
         keys = policy.config_schema.properties if policy.config_schema else {}
-        from_base = FROM_BASE.get(policy.name, frozenset())
+        from_base = FROM_BASE.get(policy.name, frozenset()) | ALWAYS_FROM_BASE
         values = {}
         for key in keys:
             source = base_facts if key in from_base else facts
