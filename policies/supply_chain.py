@@ -50,7 +50,7 @@ from policies.common import (
     subset_name,
 )
 from policies.stack_view import Item, StackView, container_images
-from policies.traffic_share import ascend_shares, percent
+from policies.traffic_share import ascend_shares, nvidia_backend, percent
 
 VERIFIED_IMAGE_ANNOTATION = "dualstack.io/verified-ascend-image"
 """Annotation of the Ascend Deployment naming the image whose precision check passed."""
@@ -123,9 +123,27 @@ def _tag_pattern(args: StackValidationArgs) -> re.Pattern[str]:
     return pattern
 
 
+def _routed_backend(view: StackView, config: Any, hardware: str) -> tuple[Item | None, str]:
+    """The one workload of `hardware` the routes reach, for a split without subsets (an
+    HTTPRoute to per-backend Services): Ascend's by the Ascend pods it reaches, NVIDIA's as
+    the one other workload (`traffic_share.nvidia_backend`)."""
+    shares = ascend_shares(view, config)
+    if hardware == "nvidia":
+        return nvidia_backend(shares, config)
+    found = [workload for workload, _share in shares.ascend_workloads()]
+    if len(found) == 1:
+        return found[0], ""
+    if not found:
+        return None, "no route reaches the pods of an Ascend workload"
+    return None, f"the routes reach several Ascend workloads: {', '.join(w.label for w in found)}"
+
+
 def _backend_image(view: StackView, config: Any, hardware: str) -> tuple[Item | None, Any, str]:
-    """(workload, image of its first app container, problem) of one backend."""
+    """(workload, image of its first app container, problem) of one backend: the workload
+    behind its subset, else (no DestinationRule defines it) the one the routes reach."""
     workload, why = view.backend(subset_name(config, hardware))
+    if workload is None and not view.destination_rules:
+        workload, why = _routed_backend(view, config, hardware)
     if workload is None:
         return None, None, why
     images = container_images(workload)

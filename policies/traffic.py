@@ -43,6 +43,7 @@ from policies.common import (
     config_ladder,
     subset_name,
 )
+from policies.http_route_checks import http_route_problems
 from policies.stack_view import (
     Route,
     StackView,
@@ -63,8 +64,6 @@ DEFAULT_TOTAL_WEIGHT = 100
 """Sum of the weights of one weighted route in %, used when config has no `totalWeight`."""
 MAX_ROUTE_WEIGHT = 2**31 - 1
 """Istio route weights are int32 (REFERENCE.md)."""
-MAX_BACKEND_WEIGHT = 1_000_000
-"""HTTPRoute backendRef weights are proportions 0..1000000 (REFERENCE.md "Gateway API")."""
 TOTAL_WEIGHT_SCHEMA = {
     "type": "integer",
     "minimum": 1,
@@ -191,54 +190,6 @@ def _weights_text(routes: list[Route]) -> str:
     return ", ".join(f"{r.subset or r.host}={r.weight}" for r in routes)
 
 
-def _http_route_problems(view: StackView, ascend: set[str]) -> list[tuple[str, str]]:
-    """(message, urn) per HTTPRoute rule with a weight that is no integer 0..1000000, or that
-    is weighted (several backendRefs) and sums to 0 (implementations disagree on what that
-    does: kgateway#11548, kuma#18266, istio#31745) or leaves out the NVIDIA or the Ascend
-    backend (the idle one needs an explicit `weight: 0`, the default weight being 1)."""
-    problems = []
-    for item in view.http_routes:
-        by_rule: dict[str, list[Route]] = {}
-        for route in routes_of(item):
-            by_rule.setdefault(route.route_key, []).append(route)
-        for routes in by_rule.values():
-            where = f"{item.label} rule {routes[0].route_name!r}"
-            bad = [r for r in routes if r.weight is None or not 0 <= r.weight <= MAX_BACKEND_WEIGHT]
-            for r in bad:
-                problems.append(
-                    (
-                        f"{where}: backendRef {r.host} has weight {r.raw_weight!r}; write an "
-                        f"integer 0..{MAX_BACKEND_WEIGHT} (a proportion)",
-                        item.urn,
-                    )
-                )
-            if len(routes) < 2 or bad:
-                continue
-            if sum(r.weight or 0 for r in routes) == 0:
-                problems.append(
-                    (
-                        f"{where}: every backendRef has weight 0 ({_weights_text(routes)}); "
-                        "what that does differs by implementation, give the serving backend "
-                        "its weight",
-                        item.urn,
-                    )
-                )
-            reached = [{w.urn for w in view.reach(r).workloads} for r in routes]
-            sides = {"Ascend": any(u & ascend for u in reached)}
-            sides["NVIDIA"] = any(u - ascend for u in reached)
-            missing = [name for name, present in sides.items() if not present]
-            if missing:
-                problems.append(
-                    (
-                        f"{where}: weights {_weights_text(routes)} name no backend of "
-                        f"{' and '.join(missing)}; list both backends' Services in the split, "
-                        "the idle one with an explicit `weight: 0`",
-                        item.urn,
-                    )
-                )
-    return problems
-
-
 def _route_problems(
     view: StackView, total: int, required: tuple[str, ...]
 ) -> list[tuple[str, str]]:
@@ -338,7 +289,7 @@ def route_weights_valid_validator(
     required = required_subsets(config)
     view = StackView.of(args.resources)
     ascend = ascend_workload_urns(view, config)
-    problems = _route_problems(view, total, required) + _http_route_problems(view, ascend)
+    problems = _route_problems(view, total, required) + http_route_problems(view, ascend)
     for message, urn in problems + _subset_problems(view):
         report_violation(message, urn)
 
