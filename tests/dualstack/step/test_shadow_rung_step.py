@@ -55,3 +55,28 @@ def test_a_failed_read_back_restores_both_lines(root, monkeypatch):
     with pytest.raises(StackFileError, match="restored its previous content"):
         change_weight(root, "prod", before, 5)
     assert (root / "Pulumi.prod.yaml").read_text() == STACK_FILE
+
+
+def test_promote_from_the_shadow_rung_is_one_commit_of_two_lines(root, capsys):
+    """`dualstack promote --commit` at 0% + 10% mirrored: the step to 5% ends the mirror, the
+    policies pass (previous weight 0, from the base), the commit holds both lines."""
+    from dualstack.cli import main
+    from tests.conftest import git
+
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "shadow rung")
+    reason = ["--skip-gate", "--reason", "mirrored 10% for two days without errors"]
+    assert main(["-C", str(root), "promote", "--stack", "prod", "--commit", *reason]) == 0
+    diff = git(root, "show", "--format=", "--unified=0", "HEAD")
+    changed = [
+        line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")
+    ]
+    assert changed == [
+        f'-  {PROJECT}:ascendWeight: "0"',
+        f'+  {PROJECT}:ascendWeight: "5"',
+        f'-  {PROJECT}:mirrorPercent: "10"',
+        f'+  {PROJECT}:mirrorPercent: "0"',
+    ]
+    out = capsys.readouterr().out
+    assert "| Mirrored to Ascend | 10% | 0% |" in out
