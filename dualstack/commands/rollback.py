@@ -1,26 +1,46 @@
-"""`dualstack rollback`: lower the Ascend weight at once (default 0%), always allowed."""
+"""`dualstack rollback`: lower the Ascend weight at once (default 0%), always allowed; with
+`--emergency`, traffic first (`dualstack.step.traffic_first`): stop, apply, then commit."""
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
+import time
 from pathlib import Path
 
 from components.settings import SettingsError, load_settings
 from dualstack.commands.arg_types import whole_number
 from dualstack.commands.options import add_pr_arguments, commit_plan, policy_refusal, publish
 from dualstack.commands.output_paths import check_output_file
+from dualstack.errors import EXIT_ERROR, UsageError
 from dualstack.offline.policy_run import PolicyResult, blocking
 from dualstack.offline.preview import Side, build_preview, check_policies, format_preview
 from dualstack.offline.render import RenderError, render
 from dualstack.offline.schemas import SchemaError
 from dualstack.repo.baseref import default_base
+from dualstack.repo.git import GitError
 from dualstack.repo.stack_config import find_root, load_stack_config
 from dualstack.repo.stackfile import StackFileError, stack_path
-from dualstack.step.emergency import instructions
-from dualstack.step.pr_text import rollback_body, rollback_title
+from dualstack.step.emergency import break_glass_patches, instructions
+from dualstack.step.pr_text import commit_message, rollback_body, rollback_title
 from dualstack.step.publish import CommitPlan, choose_branch, commit_workspace
-from dualstack.step.weights import change_weight, restore_stack_file, rollback_target
+from dualstack.step.traffic_first import (
+    Applied,
+    StackRollback,
+    apply_fleet,
+    cancel_args,
+    check_checkout,
+    commit_rollback,
+    fleet,
+    pending_operations,
+    plan_rollback,
+    rollback_branch,
+    targets_for,
+    up_args,
+    write_weights,
+)
+from dualstack.step.weights import WeightChange, change_weight, restore_stack_file, rollback_target
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,13 +52,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "that applies only the traffic split, and the break-glass `kubectl patch` with its "
         "caveat. With --commit and no --branch, a taken branch name gets a -2, -3, ... "
         "suffix. Exit 0 done (or already there), 1 the lower weight breaks a mandatory policy "
-        "the stack did not break before (file restored), 2 error.",
+        "the stack did not break before (file restored), 2 error. With --emergency: traffic "
+        "first (cancel the running update, apply the traffic objects, then commit; README "
+        "Emergency SOP).",
     )
     parser.add_argument("--stack", default="prod", help="stack name (default: prod)")
     parser.add_argument(
         "--to", type=whole_number, default=0, metavar="N", help="target ladder step (default: 0)"
     )
     add_pr_arguments(parser)
+    _add_emergency_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -74,6 +97,8 @@ def _render_side(root: Path, stack: str) -> Side | None:
 
 def run(args: argparse.Namespace) -> int:
     user_root = find_root(Path(args.cwd) if args.cwd else None)
+    if args.emergency or args.all or args.dry_run:
+        return run_emergency(args, user_root)
     rollback_target(load_settings(load_stack_config(user_root, args.stack)), args.to)
     check_output_file(args.body_file, "--body-file")
     plan = commit_plan(args, user_root)
@@ -132,3 +157,218 @@ def _rollback(args: argparse.Namespace, root: Path, plan: CommitPlan | None) -> 
     commit = None if plan is None else (plan, branch, original)
     publish(args, root, commit, title, rollback_body(change, preview_text, how), notes)
     return 0
+
+
+# ------------------------------------------------------------------ --emergency: traffic first
+
+
+def _add_emergency_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--emergency` (traffic first, then git), `--all`, `--dry-run`, `--reason`."""
+    parser.add_argument(
+        "--emergency",
+        action="store_true",
+        help="traffic first: `pulumi cancel` the stack's running update, `pulumi up --target` "
+        "the traffic objects alone (no preview, no refresh), then commit the stack file on a "
+        "new branch (README: Emergency SOP)",
+    )
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="with --emergency: every stack of the repo at once (every Pulumi.<stack>.yaml; "
+        "a stack at or below --to is re-applied as it is)",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="with --emergency: print the commands and the commit, change nothing",
+    )
+    parser.add_argument(
+        "--reason",
+        default="emergency rollback",
+        help="why (goes into the update message, the commit and the PR body)",
+    )
+
+
+def run_emergency(args: argparse.Namespace, root: Path) -> int:
+    """`dualstack rollback --emergency`: stop, traffic, then git (dualstack.step.traffic_first).
+
+    Refuses (exit 2, nothing changed) a bad `--to`, a checkout that is not the default
+    branch's tip or has uncommitted program changes, a taken `--branch`. Exit 2 too when a
+    targeted `up` or the commit failed, after saying what did and did not happen.
+    """
+    if not args.emergency:
+        flag = "--all" if args.all else "--dry-run"
+        raise UsageError(f"{flag} goes with --emergency (dualstack rollback --emergency {flag})")
+    check_output_file(args.body_file, "--body-file")
+    stacks = fleet(root) if args.all else [args.stack]
+    plans = [plan_rollback(root, stack, args.to, clamp=args.all) for stack in stacks]
+    base = check_checkout(root, stacks)
+    changed = [plan for plan in plans if plan.changes_git]
+    branch = rollback_branch(root, changed, args.branch) if changed else None
+    if args.dry_run:
+        _print_dry_run(plans, branch, base, args.reason)
+        return 0
+    clock, started = time.monotonic, time.monotonic()
+
+    def say(line: str) -> None:
+        print(f"[{clock() - started:5.1f} s] {line}", flush=True)
+
+    print(f"Emergency rollback, traffic first: {_moves(plans)}")
+    write_weights(root, changed)
+    for plan in plans:
+        say(_written(plan))
+    applied = apply_fleet(root, plans, lambda plan: _update_message(plan, args.reason), started)
+    for at, line in sorted(line for result in applied for line in _applied_lines(result)):
+        print(f"[{at:5.1f} s] {line}")
+    failed = [result for result in applied if result.error is not None]
+    sha = None
+    if changed:
+        try:
+            sha = commit_rollback(root, changed, branch, _commit_message(changed, args.reason))
+        except GitError as exc:
+            say(f"git: the commit failed ({exc}): commit {_files(changed)} yourself")
+        else:
+            say(f"git: committed {sha} on branch {branch} ({_files(changed)}, from {base})")
+    for result in applied:
+        if result.stopped.outcome == "cancelled":
+            _print_pending(result.stack, pending_operations(root, result.stack))
+    if sha is not None:
+        print(
+            "Push it and open the PR now (a deploy of the default branch restores the old "
+            f"weight until it merges):\n  git push -u origin {branch}"
+        )
+    for result in failed:
+        plan = next(p for p in plans if p.stack == result.stack)
+        print(f"Break-glass for {result.stack} without Pulumi (see README: Emergency SOP):")
+        print("\n".join(f"  {patch}" for patch in break_glass_patches(plan.after)))
+    if changed:
+        _print_pr_text(args, root, changed, applied, base)
+    return EXIT_ERROR if failed or (changed and sha is None) else 0
+
+
+def _moves(plans: list[StackRollback]) -> str:
+    return ", ".join(
+        f"{p.stack} {p.before.ascend_weight}% -> {p.after.ascend_weight}%" for p in plans
+    )
+
+
+def _written(plan: StackRollback, verb: str = "wrote") -> str:
+    name = stack_path(Path(), plan.stack).name
+    if plan.changes_git:
+        return f"{plan.stack}: {verb} ascendWeight {plan.after.ascend_weight} into {name}"
+    return (
+        f"{plan.stack}: git already holds {plan.after.ascend_weight}%: the traffic is "
+        "re-applied, nothing to commit"
+    )
+
+
+def _update_message(plan: StackRollback, reason: str) -> str:
+    return f"Emergency rollback of {plan.stack} to {plan.after.ascend_weight}%: {reason}"
+
+
+def _target_label(urn: str) -> str:
+    """`VirtualService inference-traffic-virtual-service` from a URN."""
+    types, name = urn.rsplit("::", 2)[-2:]
+    return f"{types.rsplit('$', 1)[-1].rsplit(':', 1)[-1]} {name}"
+
+
+def _applied_lines(result: Applied) -> list[tuple[float, str]]:
+    """(seconds from the start, line) for the stop and the traffic step of one stack."""
+    deployed = "unknown" if result.deployed is None else f"{result.deployed}%"
+    objects = ", ".join(_target_label(urn) for urn in result.targets)
+    stop = f"{result.stack}: {result.stopped.describe(result.stack)}; deployed {deployed}"
+    if result.error is None:
+        traffic = f"{result.stack}: traffic applied: {objects} (pulumi up --target)"
+    else:
+        traffic = f"{result.stack}: the targeted up FAILED: {result.error}"
+    return [(result.stopped_at_s, stop), (result.applied_at_s, traffic)]
+
+
+def _print_pending(stack: str, pending: list[str]) -> None:
+    """What the cancelled update left in the state, and how it is settled."""
+    if not pending:
+        return
+    print(f"The cancelled update left {len(pending)} pending operation(s) in {stack}'s state:")
+    for operation in pending:
+        print(f"  {operation}")
+    print(
+        "  The next `pulumi up` warns and goes ahead; a `creating` one needs "
+        f"`pulumi refresh --yes --skip-preview --clear-pending-creates --stack {stack}` "
+        "first (README: Emergency SOP)."
+    )
+
+
+def _files(plans: list[StackRollback]) -> str:
+    return ", ".join(stack_path(Path(), p.stack).name for p in plans)
+
+
+def _commit_message(plans: list[StackRollback], reason: str) -> str:
+    title = "Emergency rollback: " + _moves(plans)
+    notes = [
+        f"Reason: {reason}",
+        "Applied to the cluster first (`dualstack rollback --emergency`: the traffic objects "
+        "alone); this commit makes git say the same, so the next deploy keeps it.",
+    ]
+    return commit_message(title, notes)
+
+
+def _print_dry_run(plans: list[StackRollback], branch: str | None, base: str, reason: str) -> None:
+    print("Dry run: nothing is changed and no command is run.")
+    for plan in plans:
+        print(_written(plan, "would write"))
+        targets = targets_for(plan, None)
+        print(f"  pulumi {shlex.join(cancel_args(plan.stack))}")
+        print(f"  pulumi stack output ascendWeight --json --stack {plan.stack}  # alongside")
+        print(f"  pulumi {shlex.join(up_args(plan.stack, targets, _update_message(plan, reason)))}")
+        print(
+            "  (targets as if the deployed weight were the ladder's top; the run reads it "
+            "and targets NVIDIA's Deployment only when it must grow)"
+        )
+    changed = [plan for plan in plans if plan.changes_git]
+    if changed:
+        print(f"git: commit {_files(changed)} on new branch {branch} (from {base})")
+
+
+def _print_pr_text(
+    args: argparse.Namespace,
+    root: Path,
+    plans: list[StackRollback],
+    applied: list[Applied],
+    base: str,
+) -> None:
+    """The PR title and body (the offline preview of each stack, rendered after the traffic
+    moved); --body-file writes the body. A mandatory policy the lower weight would break is
+    reported, not undone: the cluster already carries the weight."""
+    bodies = []
+    for plan in plans:
+        result = next(r for r in applied if r.stack == plan.stack)
+        change = WeightChange(plan.stack, plan.before, plan.after, "dualstack rollback --emergency")
+        try:
+            preview = build_preview(root, plan.stack, base)
+        except (SettingsError, RenderError, SchemaError, StackFileError) as exc:
+            preview, preview_text = None, f"(no preview: {str(exc).splitlines()[0]})"
+        else:
+            preview_text = format_preview(preview)
+        if preview is not None and preview.base is not None:
+            new, _ = introduced_violations(
+                preview.head, preview.base, plan.before.ascend_weight, plan.stack
+            )
+            for violation in new:
+                print(
+                    f"warning: policy {violation.policy} fails at {plan.after.ascend_weight}% "
+                    f"on {plan.stack}: the PR will be blocked until it is fixed"
+                )
+        up = up_args(plan.stack, result.targets, _update_message(plan, args.reason))
+        how = [
+            "Applied first (traffic only):",
+            f"  pulumi {shlex.join(cancel_args(plan.stack))}",
+            f"  pulumi {shlex.join(up)}",
+            f"Outcome: {'applied' if result.error is None else 'FAILED: ' + result.error}.",
+        ]
+        bodies.append(rollback_body(change, preview_text, how))
+    title = "Emergency rollback: " + _moves(plans)
+    body = f"Reason: {args.reason}\n\n" + "\n".join(bodies)
+    print(f"--- PR title ---\n{title}\n--- PR body ---")
+    sys.stdout.write(body)
+    if args.body_file is not None:
+        args.body_file.write_text(body, encoding="utf-8")

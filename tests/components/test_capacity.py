@@ -7,6 +7,7 @@ import math
 import pytest
 
 from components.capacity import ascend_replicas, nvidia_replicas
+from components.traffic import route_weights
 
 LADDER = (0, 5, 20, 50, 80, 100)
 
@@ -53,3 +54,24 @@ def test_weight_outside_range_is_refused(weight: int) -> None:
         ascend_replicas(4, weight, 1.2, 1.0)
     with pytest.raises(ValueError, match=r"outside 0\.\.100"):
         nvidia_replicas(4, weight, 1)
+
+
+@pytest.mark.parametrize(
+    ("weight", "expected"),
+    [(0, {"nvidia": 100, "ascend": 0}), (20, {"nvidia": 80, "ascend": 20}),
+     (100, {"nvidia": 0, "ascend": 100})],
+)  # fmt: skip
+def test_route_weights_split_100_between_the_backends(weight, expected):
+    assert route_weights(weight) == expected
+
+
+@pytest.mark.parametrize(
+    ("weight", "message"),
+    [(-1, "ascend weight -1 is outside 0..100"), (101, "ascend weight 101 is outside 0..100"),
+     (True, "ascend weight must be an integer, got True"),
+     (20.0, "ascend weight must be an integer, got 20.0")],
+)  # fmt: skip
+def test_route_weights_refuse_what_is_not_a_weight(weight, message):
+    with pytest.raises(ValueError) as caught:
+        route_weights(weight)
+    assert str(caught.value) == message

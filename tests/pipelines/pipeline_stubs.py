@@ -1,11 +1,12 @@
-"""Stand-ins for `pulumi`, `gh`, `curl` and `dualstack gate` (which needs a Prometheus), for
-running the pipelines' shell steps (tests/pipeline_harness.py) in a throwaway GitOps repo.
+"""Stand-ins for `pulumi`, `gh` and `curl`, for running the pipelines' shell steps
+(tests/pipeline_harness.py) in a throwaway GitOps repo.
 
 Every stub appends its argv as one JSON line to `$STUB_LOG`; `dualstack` logs too, then runs
-the real `preview`, `policy-config`, `rollback` and `ci` commands. Behaviour is steered by
+the real command (`preview`, `policy-config`, `rollback`, `ci`, and `gate` against the real
+Prometheus the test passes as the pipeline's PROMETHEUS_URL). Behaviour is steered by
 environment variables:
 - `DEPLOYED_<stack>`: the deployed ascendWeight (`pulumi stack output`); unset = first deploy.
-- `PULUMI_PREVIEW_RC_<stack>`, `UP_RC_<stack>`, `GATE_RC`: exit codes.
+- `PULUMI_PREVIEW_RC_<stack>`, `UP_RC_<stack>`: exit codes.
 """
 
 from __future__ import annotations
@@ -31,16 +32,11 @@ def rc(name):
 """
 
 DUALSTACK = """
-REAL = ("preview", "policy-config", "rollback")
+REAL = ("preview", "policy-config", "rollback", "gate")
 if argv[:1] != ["ci"]:
     log("dualstack")
 if argv and (argv[0] == "ci" or argv[0] in REAL):
     os.execv(sys.executable, [sys.executable, "-m", "dualstack", *argv])
-if argv[0] == "gate":
-    table = "| criterion | result |\\n|---|---|\\n| p99 | PASS |\\n"
-    pathlib.Path(opt("--markdown")).write_text(table)
-    print("gate: PASS" if not rc("GATE_RC") else "gate: FAIL")
-    sys.exit(rc("GATE_RC"))
 sys.exit(f"stub dualstack: unexpected {argv}")
 """
 

@@ -4,19 +4,30 @@ real `dualstack preview`, `policy-config` and `rollback` (policies included).
 GitHub jobs and GitLab jobs get the same scenarios and must make the same calls: the offline
 preview always; with credentials the deployed weight, the policy-pack config and `pulumi
 preview --policy-pack`; with a Prometheus URL the gate; on the default branch `pulumi up`
-per changed stack in deploy order; the emergency rollback's targeted `up`.
+per changed stack in deploy order. The emergency rollback's runs: test_emergency_rollback.py.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import git
+from components.monitoring.metric_names import (
+    ASCEND_WEIGHT,
+    ERROR_RATIO,
+    LATENCY_P99,
+    REQUEST_RATE,
+)
+from components.settings import load_settings
+from dualstack.repo.stackfile import read_config
+from tests.conftest import REPO, git
 from tests.pipelines.pipeline_harness import (
     GITLAB_CI,
     WORKFLOWS,
@@ -29,6 +40,7 @@ from tests.pipelines.pipeline_harness import (
     run_gitlab_job,
 )
 from tests.pipelines.pipeline_stubs import calls, install_stubs, make_gitops, set_weight
+from tests.support.prometheus_server import Series, constant, prometheus_over
 
 PARENT = "urn:pulumi:prod::dualstack-inference::dualstack:index:DualStackInference"
 VS_URN = (
@@ -43,8 +55,49 @@ RULE_URN = (
     f"{PARENT}$dualstack:index:UnifiedMonitoring"
     "$kubernetes:monitoring.coreos.com/v1:PrometheusRule::inference-monitoring-rules"
 )
-PROMETHEUS = "http://127.0.0.1:9/"  # never contacted: `dualstack gate` is a stub here
 TOKEN = "pul-test-token"
+HEALTHY = {
+    "nvidia": {"rate": 8.0, "errors": 0.002, "p99": 0.8},
+    "ascend": {"rate": 2.0, "errors": 0.004, "p99": 1.0},
+}
+ERRORS_10X = {
+    "nvidia": {"rate": 8.0, "errors": 0.005, "p99": 0.8},
+    "ascend": {"rate": 2.0, "errors": 0.05, "p99": 1.0},
+}
+
+
+def live_history(sides: dict[str, dict[str, float]]) -> list[Series]:
+    """The prod stack's recorded series from two hours ago until an hour from now.
+
+    The pipelines run `dualstack gate` without `--at`, so it judges the 30 minutes ending at
+    the moment it runs: the backfilled history has to cover the present. The route weight
+    recorded is the deployed 5% (main's prod), the data the gate must say it was taken at.
+    """
+    namespace = load_settings(read_config(REPO, "prod")).namespace  # the copy the repo holds
+    start = math.floor(time.time() / 60) * 60 - 2 * 3600
+    end = start + 3 * 3600
+    metrics = {"rate": REQUEST_RATE, "errors": ERROR_RATIO, "p99": LATENCY_P99}
+    series = [
+        Series(metric, {"hardware": hw, "namespace": namespace}, constant(v[key], start, end))
+        for hw, v in sides.items()
+        for key, metric in metrics.items()
+    ]
+    series.append(Series(ASCEND_WEIGHT, {"namespace": namespace}, constant(0.05, start, end)))
+    return series
+
+
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory) -> str:
+    """A real Prometheus where Ascend is healthy at 5% beside NVIDIA."""
+    with prometheus_over(live_history(HEALTHY), tmp_path_factory.mktemp("healthy")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def failing_prometheus(tmp_path_factory) -> str:
+    """A real Prometheus where Ascend throws 10x NVIDIA's 5xx ratio."""
+    with prometheus_over(live_history(ERRORS_10X), tmp_path_factory.mktemp("errors")) as url:
+        yield url
 
 
 @pytest.fixture
@@ -111,9 +164,9 @@ PLATFORMS = ["github", "gitlab"]
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
-def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict) -> None:
+def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict, prometheus) -> None:
     pr_branch(gitops["repo"], prod=20)
-    passed, report, _ = run_pr(platform, gitops, TOKEN, PROMETHEUS, DEPLOYED_prod="5")
+    passed, report, _ = run_pr(platform, gitops, TOKEN, prometheus, DEPLOYED_prod="5")
     assert passed
     cfg = "reports/prod/policy-config.json"
     assert calls(gitops["log"]) == [
@@ -147,7 +200,7 @@ def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict) -> No
             "--stack",
             "prod",
             "--prometheus",
-            PROMETHEUS,
+            prometheus,
             "--markdown",
             "reports/prod/gate.md",
         ],
@@ -157,7 +210,15 @@ def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict) -> No
     assert "✅ passed" in report
     assert "| `prod` | ✅ pass | ✅ pass | ✅ pass | ✅ pass |" in report
     assert "Ascend weight: 5% -> 20%" in report
-    assert "| p99 | PASS |" in report
+    # The real gate's verdicts over the real Prometheus, at the moment the job ran: 2 req/s
+    # (NVIDIA 8) x 60 s per whole minute in the 29-minute count range, both ends included
+    # (29 minutes off the minute, 30 exactly on it).
+    assert "### Promotion gate: PASSED" in report
+    assert re.search(r"\| Requests in window \| PASS \| 3,(480|600) \| 1(3,920|4,400) \|", report)
+    assert "| 5xx error ratio | PASS | 0.40% | 0.20% |" in report
+    assert "| p99 latency | PASS | 1.000 s | 0.800 s |" in report
+    assert "| Precision check | PASS |" in report
+    assert "data taken at 5% Ascend; the stack file says 20%" in report
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
@@ -218,11 +279,16 @@ def test_first_deploy_has_no_previous_weight(platform: str, gitops: dict) -> Non
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
-def test_failed_gate_is_reported_not_blocking(platform: str, gitops: dict) -> None:
+def test_failed_gate_is_reported_not_blocking(
+    platform: str, gitops: dict, failing_prometheus
+) -> None:
     pr_branch(gitops["repo"], prod=20)
-    passed, report, _ = run_pr(platform, gitops, prometheus=PROMETHEUS, GATE_RC="1")
+    passed, report, _ = run_pr(platform, gitops, prometheus=failing_prometheus)
     assert passed
     assert "⚠️ failed (exit 1), advisory" in report
+    assert "### Promotion gate: FAILED" in report
+    assert "| 5xx error ratio | FAIL | 5.00% | 0.50% |" in report
+    assert "Ascend's 5xx ratio exceeds NVIDIA's by 4.50 pp" in report
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
@@ -435,93 +501,3 @@ def test_up_without_credentials_skips_cleanly(platform: str, gitops: dict) -> No
     expected = [("prod", True)] if platform == "github" else [("staging", True), ("prod", True)]
     assert results == expected
     assert calls(gitops["log"], ("dualstack", "pulumi", "curl")) == []
-
-
-# ------------------------------------------------------------------ emergency rollback
-
-
-def test_github_emergency_rollback_applies_then_opens_the_pr(gitops: dict) -> None:
-    repo = gitops["repo"]
-    workflow = load_yaml(WORKFLOWS / "emergency-rollback.yml")
-    contexts = {
-        "github": {
-            "ref": "refs/heads/main",
-            "token": "ghs-test",
-            "event": {"repository": {"default_branch": "main"}},
-        },
-        "inputs": {"stack": "prod", "to": "", "reason": "p99 doubled on Ascend"},
-        "secrets": {"PULUMI_ACCESS_TOKEN": TOKEN},
-    }
-    env = {**gitops["env"], "GITHUB_RUN_ID": "4242"}
-    runs, _ = run_github_job(workflow, "rollback", contexts, repo, env)
-    assert all(run.rc == 0 for run in runs if run.ran), [r for r in runs if r.rc]
-    log = [
-        argv
-        for argv in calls(gitops["log"], ("dualstack", "pulumi", "gh"))
-        if argv[:2] != ["pulumi", "config"]
-    ]  # rollback tries `pulumi config set` first
-    assert log[0] == ["dualstack", "rollback", "--stack", "prod"]
-    assert log[1] == [
-        "pulumi",
-        "up",
-        "--yes",
-        "--stack",
-        "prod",
-        "--target",
-        VS_URN,
-        "--target",
-        RULE_URN,
-        "--target-dependents",
-    ]
-    assert log[2][:3] == ["gh", "pr", "create"]
-    pushed = git(gitops["origin"], "show", "rollback/prod-4242:Pulumi.prod.yaml")
-    assert 'ascendWeight: "0"' in pushed
-    message = git(gitops["origin"], "log", "-1", "--format=%s", "rollback/prod-4242")
-    assert message.strip() == "Emergency rollback of prod: p99 doubled on Ascend"
-
-
-def test_github_emergency_rollback_only_from_the_default_branch() -> None:
-    job = load_yaml(WORKFLOWS / "emergency-rollback.yml")["jobs"]["rollback"]
-    feature = {
-        "github": {"ref": "refs/heads/x", "event": {"repository": {"default_branch": "main"}}}
-    }
-    assert not github_if(job["if"], feature, False)
-
-
-def test_gitlab_emergency_rollback_without_git_token_fails_loudly(gitops: dict) -> None:
-    """Leaving 100 %: NVIDIA's Deployment is targeted before the VirtualService. The cluster
-    is rolled back; not recording it in git must fail the job, not pass."""
-    set_weight(gitops["repo"], "prod", 100)
-    config = load_yaml(GITLAB_CI)
-    ci = {
-        "CI_PIPELINE_SOURCE": "web",
-        "CI_COMMIT_BRANCH": "main",
-        "CI_DEFAULT_BRANCH": "main",
-        "CI_PROJECT_DIR": str(gitops["repo"]),
-        "PULUMI_ACCESS_TOKEN": TOKEN,
-        "ROLLBACK_TO": "80",
-    }
-    job = gitlab_job(config, "rollback:prod")
-    assert gitlab_rule(job, gitlab_variables(config, job, ci)) == "manual"
-    done = run_gitlab_job(config, "rollback:prod", ci, gitops["repo"], gitops["env"])
-    assert done.returncode == 1
-    assert "NOT in git" in done.stdout
-    assert '+  dualstack-inference:ascendWeight: "80"' in done.stdout  # the diff to commit
-    log = [argv for argv in calls(gitops["log"]) if argv[:2] != ["pulumi", "config"]]
-    assert log == [
-        ["dualstack", "rollback", "--stack", "prod", "--to", "80"],
-        [
-            "pulumi",
-            "up",
-            "--yes",
-            "--stack",
-            "prod",
-            "--target",
-            NVIDIA_DEPLOYMENT_URN,
-            "--target",
-            VS_URN,
-            "--target",
-            RULE_URN,
-            "--target-dependents",
-        ],
-    ]

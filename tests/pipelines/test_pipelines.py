@@ -166,8 +166,10 @@ def test_github_pr_runs_offline_preview_always_and_the_policy_pack() -> None:
     assert "make test" in flow["jobs"]["unit-tests"]["steps"][-1]["run"]
 
 
-def default_branch_only(condition: str) -> bool:
-    contexts = {"github": {"event": {"repository": {"default_branch": "main"}}}}
+def default_branch_only(condition: str, event: str = "push") -> bool:
+    contexts = {
+        "github": {"event_name": event, "event": {"repository": {"default_branch": "main"}}}
+    }
     on_main = {"github": {**contexts["github"], "ref": "refs/heads/main"}}
     elsewhere = {"github": {**contexts["github"], "ref": "refs/heads/feature"}}
     needs = {"needs": {"changes": {"outputs": {"stacks": '["prod"]'}}}}
@@ -176,29 +178,35 @@ def default_branch_only(condition: str) -> bool:
     )
 
 
+APPLIES = re.compile(r"pulumi up|dualstack rollback --emergency")
+"""A step that changes the cluster: `pulumi up`, or the emergency rollback that runs it."""
+
+
 def test_github_up_only_on_the_default_branch() -> None:
     found = 0
     for path in WORKFLOWS.glob("*.yml"):
         flow = load_yaml(path)
         for job_id, job in flow["jobs"].items():
-            if any("pulumi up" in step["run"] for step in run_steps(job)):
+            if any(APPLIES.search(step["run"]) for step in run_steps(job)):
                 found += 1
                 assert "pull_request" not in flow["on"], path.name
-                assert default_branch_only(job["if"]), f"{path.name} {job_id}"
+                event = next(iter(flow["on"]))
+                assert default_branch_only(job["if"], event), f"{path.name} {job_id}"
     assert found == 2  # deploy and emergency rollback
 
 
-def test_github_up_uses_the_policy_pack_except_the_targeted_rollback() -> None:
+def test_github_up_uses_the_policy_pack() -> None:
+    """Every literal `pulumi up` in a workflow; the emergency rollback's targeted one runs
+    inside `dualstack rollback --emergency`, without the pack (test_emergency_rollback.py)."""
     checked = 0
-    for name, job_id, step in all_github_run_scripts():
+    for name, _, step in all_github_run_scripts():
         joined = re.sub(r"\\\n\s*", "", step["run"])  # shell line continuations
         for line in re.findall(r"(?m)^\s*(pulumi up\b.*)$", joined):
             if "--target-dependents" in line:
                 assert '"${targets[@]}"' in line
-            if job_id != "rollback":  # the deploy's targeted step on a decrease too
-                assert "--policy-pack policies --policy-pack-config" in line, (name, line)
+            assert "--policy-pack policies --policy-pack-config" in line, (name, line)
             checked += 1
-    assert checked == 3
+    assert checked == 2  # the deploy's targeted step on a decrease and its full up
 
 
 def test_github_deploy_is_ordered_serial_and_locked_per_stack() -> None:
@@ -212,16 +220,11 @@ def test_github_deploy_is_ordered_serial_and_locked_per_stack() -> None:
         "group": "pulumi-up-${{ matrix.stack }}",
         "cancel-in-progress": False,
     }
-    rollback = workflow("emergency-rollback.yml")["jobs"]["rollback"]
-    assert rollback["concurrency"] == {
-        "group": "pulumi-up-${{ inputs.stack }}",
-        "cancel-in-progress": False,
-    }
 
 
 def test_github_rollback_offers_every_stack() -> None:
     inputs = workflow("emergency-rollback.yml")["on"]["workflow_dispatch"]["inputs"]
-    assert sorted(inputs["stack"]["options"]) == sorted(STACKS)
+    assert sorted(inputs["stack"]["options"]) == sorted([*STACKS, "all"])
 
 
 # ------------------------------------------------------------------ GitLab rules
@@ -269,7 +272,7 @@ def created(config: dict[str, Any], ci: dict[str, str]) -> set[str]:
 def test_gitlab_pipelines_per_event() -> None:
     config = gitlab()
     ups = {f"up:{s}" for s in STACKS}
-    rollbacks = {f"rollback:{s}" for s in STACKS}
+    rollbacks = {f"rollback:{s}" for s in [*STACKS, "all", "warm-cache"]}
     assert created(config, MR) == {"unit-tests", "preview"}
     assert created(config, MAIN) == {"unit-tests", *ups, *rollbacks}
     assert created(config, FEATURE) == set()  # the workflow rules create no pipeline
@@ -277,9 +280,9 @@ def test_gitlab_pipelines_per_event() -> None:
 
 def test_gitlab_up_only_on_the_default_branch() -> None:
     config = gitlab()
-    found = [name for name, job in jobs(config).items() if "pulumi up" in script(job)]
+    found = [name for name, job in jobs(config).items() if APPLIES.search(script(job))]
     assert sorted(found) == sorted(
-        [*(f"up:{s}" for s in STACKS), *(f"rollback:{s}" for s in STACKS)]
+        [*(f"up:{s}" for s in STACKS), *(f"rollback:{s}" for s in [*STACKS, "all"])]
     )
     for name in found:
         job = jobs(config)[name]
@@ -313,15 +316,18 @@ def test_gitlab_up_per_stack_in_deploy_order_with_a_lock() -> None:
             job = gitlab_job(config, name)
             variables = gitlab_variables(config, job, MAIN)
             assert variables["STACK"] == stack
-            assert expand(job["resource_group"], variables) == f"pulumi-{stack}"
             assert job["interruptible"] is False
+        up = gitlab_job(config, f"up:{stack}")
+        assert expand(up["resource_group"], gitlab_variables(config, up, MAIN)) == (
+            f"pulumi-{stack}"
+        )  # the rollback's own group: test_emergency_rollback.py
         up = script(gitlab_job(config, f"up:{stack}"))
         assert 'pulumi up --yes --stack "$STACK" --policy-pack policies' in up
 
 
 def test_gitlab_rollback_is_manual_and_targeted() -> None:
     config = gitlab()
-    for stack in STACKS:
+    for stack in [*STACKS, "all"]:
         job = gitlab_job(config, f"rollback:{stack}")
         assert job["rules"] == [
             {
@@ -332,9 +338,8 @@ def test_gitlab_rollback_is_manual_and_targeted() -> None:
         ]
         assert job["needs"] == []  # not held back by a failed stage of its pipeline
         text = script(job)
-        assert 'dualstack rollback --stack "$STACK"' in text
-        assert 'dualstack ci rollback-targets --stack "$STACK" --base HEAD' in text
-        assert 'pulumi up --yes --stack "$STACK" "${targets[@]}" --target-dependents' in text
+        assert 'dualstack rollback --emergency "${scope[@]}" "${to[@]}"' in text
+        assert "pulumi" not in text.replace("PULUMI_", "")  # dualstack runs the CLI
 
 
 # ------------------------------------------------------------------ README walkthrough

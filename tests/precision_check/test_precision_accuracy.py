@@ -223,3 +223,44 @@ def test_an_accuracy_run_that_could_not_complete_is_exit_2(capsys, tmp_path):
     assert result.code == 2 and result.report["status"] == "error"
     assert re.match(r"precision check ERROR: \d+/100 items scored in accuracy mode\n", result.out)
     assert result.err[0].startswith("error: ascend ") and "Connection refused" in result.err[0]
+
+
+# --- edges and the report section, by hand ----------------------------------------------------
+
+
+def test_no_items_give_the_widest_intervals_and_a_zero_rate():
+    assert wilson(0, 0) == (0.0, 1.0)
+    assert paired_difference(0, 0, 0, 0) == (-1.0, 1.0)
+    empty = Accuracy(0, 0, 0, 0, tolerance=5.0)
+    assert (empty.rate("nvidia"), empty.rate("ascend")) == (0.0, 0.0)
+    assert empty.verdict == "inconclusive"
+
+
+def test_a_99_percent_interval_is_wider_than_the_95_percent_one():
+    z99 = 2.5758293035489
+    low95, high95 = paired_difference(a=59, b=16, c=6, d=80)
+    low99, high99 = paired_difference(a=59, b=16, c=6, d=80, z=z99)
+    assert low99 < low95 and high99 > high95
+    assert (round(low99, 4), round(high99, 4)) != (round(low95, 4), round(high95, 4))
+
+
+def test_the_report_section_of_80_items():
+    """60 of 80 right on NVIDIA (75 %), 54 on Ascend (67.5 %): 7.5 points lower. Wilson 60/80
+    by hand: centre (0.75 + 1.96^2/160) / (1 + 1.96^2/80) = 0.7386, half-width 0.0934."""
+    section = Accuracy(both=50, nvidia_only=10, ascend_only=4, neither=16, tolerance=5.0).to_json()
+    assert section == {
+        "items": 80,
+        "tolerancePoints": 5.0,
+        "verdict": "inconclusive",
+        "reason": (
+            "inconclusive: 80 items are too few to tell whether ascend is within 5 points of "
+            "nvidia (95 % interval of ascend - nvidia [-16.8, +1.9] points); use more items"
+        ),
+        "backends": {
+            "nvidia": {"correct": 60, "accuracy": 75.0, "wilson95": [64.52, 83.19]},
+            "ascend": {"correct": 54, "accuracy": 67.5, "wilson95": [56.64, 76.76]},
+        },
+        "differencePoints": -7.5,
+        "difference95": [-16.79, 1.88],
+        "table": {"both": 50, "nvidiaOnly": 10, "ascendOnly": 4, "neither": 16},
+    }

@@ -22,6 +22,7 @@ from dualstack.gate.criteria import (
     request_count_query,
     requests_criterion,
 )
+from dualstack.gate.data import duration_text
 from dualstack.gate.prometheus import PrometheusError, PrometheusUnavailable, Sample
 from dualstack.gate.report import format_markdown, format_table
 from tests.conftest import cfg
@@ -177,3 +178,10 @@ def test_table_report_aligns_columns():
     header = lines[3]
     assert header.split() == ["Criterion", "Result", "Ascend", "NVIDIA", "Threshold"]
     assert lines[5].index("NO_DATA") == header.index("Result")
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(45, "45s"), (0, "0s"), (660, "11m 0s"), (7500, "2h 5m"), (59.6, "1m 0s")]
+)
+def test_ages_in_messages(seconds, text):
+    assert duration_text(seconds) == text

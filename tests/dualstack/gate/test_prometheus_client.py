@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import math
 import threading
-import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
 
@@ -56,17 +56,21 @@ ANSWERS: dict[str, tuple[int, bytes]] = {
         json.dumps({"status": "error", "error": 'invalid parameter "query"'}).encode(),
     ),
 }
-SLOW_S = 2.0
+SLOW_S = 10.0
+"""The slow answer is held until the test releases it, at most this long (a safety bound)."""
 
 
 class Handler(BaseHTTPRequestHandler):
     seen: ClassVar[list[str]] = []
+    release: ClassVar[threading.Event] = threading.Event()
+    slow_answered: ClassVar[threading.Event] = threading.Event()
 
     def do_GET(self) -> None:
         Handler.seen.append(self.path)
         prefix = "/" + self.path.split("/")[1]
         if prefix == "/slow":
-            time.sleep(SLOW_S)
+            Handler.release.wait(SLOW_S)
+            Handler.slow_answered.set()
             prefix = "/ok"
         status, body = ANSWERS[prefix]
         try:
@@ -140,11 +144,22 @@ def test_unusable_answers_raise(server, path, message):
     assert not isinstance(caught.value, PrometheusUnavailable)
 
 
+@contextmanager
+def held_answer() -> Iterator[threading.Event]:
+    """`/slow` holds its answer until the block ends; yields the event set once it answered."""
+    Handler.release.clear()
+    Handler.slow_answered.clear()
+    try:
+        yield Handler.slow_answered
+    finally:
+        Handler.release.set()
+
+
 def test_timeout_is_unavailable_and_bounded(server):
-    started = time.monotonic()
-    with pytest.raises(PrometheusUnavailable, match=r"unreachable: no answer within 0.3 s"):
-        PrometheusClient(f"{server}/slow", timeout=0.3).query("x", 1)
-    assert time.monotonic() - started < SLOW_S
+    with held_answer() as answered:
+        with pytest.raises(PrometheusUnavailable, match=r"unreachable: no answer within 0.3 s"):
+            PrometheusClient(f"{server}/slow", timeout=0.3).query("x", 1)
+        assert not answered.is_set()  # the client gave up before any answer was sent
 
 
 def test_refused_connection_is_unavailable():
@@ -236,7 +251,8 @@ def test_gate_timeout_is_one_line_error(server, project, capsys):
     from dualstack.cli import main
 
     argv = ["-C", str(project), "gate", "--stack", "prod", "--prometheus", f"{server}/slow"]
-    assert main([*argv, "--timeout", "0.3"]) == 2
+    with held_answer():
+        assert main([*argv, "--timeout", "0.3"]) == 2
     assert capsys.readouterr().err == (
         f"error: Prometheus at {server}/slow is unreachable: no answer within 0.3 s\n"
     )

@@ -19,6 +19,7 @@ from dualstack.step.emergency import (
     httproute_urn,
     instructions,
     prometheus_rule_urn,
+    scale_command,
     targeted_up,
     virtual_service_urn,
     weight_patch,
@@ -177,3 +178,80 @@ def test_break_glass_patch_gives_the_rendered_virtual_service(tmp_path, before, 
         check=True,
     )
     assert yaml.safe_load(done.stdout) == find(wanted, "VirtualService", "inference-vs")
+
+
+VS_URN = (
+    "urn:pulumi:prod::dualstack-inference::dualstack:index:DualStackInference"
+    "$dualstack:index:TrafficSplit$kubernetes:networking.istio.io/v1:VirtualService"
+    "::inference-traffic-virtual-service"
+)
+NVIDIA_URN = (
+    "urn:pulumi:prod::dualstack-inference::dualstack:index:DualStackInference"
+    "$dualstack:index:InferenceWorkload$kubernetes:apps/v1:Deployment"
+    "::inference-nvidia-deployment"
+)
+RULE_URN = (
+    "urn:pulumi:prod::dualstack-inference::dualstack:index:DualStackInference"
+    "$dualstack:index:UnifiedMonitoring$kubernetes:monitoring.coreos.com/v1:PrometheusRule"
+    "::inference-monitoring-rules"
+)
+LAND = (
+    "Then land this change in git (commit, PR, merge) and let the next full `pulumi up` "
+    "resize the rest."
+)
+BREAK_GLASS = (
+    "Break-glass without Pulumi (acts at once, but the next `pulumi up` overwrites it "
+    "unless this commit lands):"
+)
+
+
+def patch_line(nvidia: int, ascend: int) -> str:
+    ops = (
+        '[{"op":"test","path":"/spec/http/0/route/0/destination/subset","value":"nvidia"},'
+        '{"op":"test","path":"/spec/http/0/route/1/destination/subset","value":"ascend"},'
+        f'{{"op":"replace","path":"/spec/http/0/route/0/weight","value":{nvidia}}},'
+        f'{{"op":"replace","path":"/spec/http/0/route/1/weight","value":{ascend}}}]'
+    )
+    return (
+        "  kubectl -n inference patch virtualservices.networking.istio.io inference-vs "
+        f"--type json -p '{ops}'"
+    )
+
+
+def test_rollback_from_full_ascend_scales_nvidia_first_then_moves_traffic():
+    # 4 pods in all; at 100% Ascend one NVIDIA pod is kept (retiredNvidiaReplicas 1), at 0%
+    # NVIDIA needs all 4 back before it takes the traffic.
+    before, after = load_settings(cfg(ascendWeight="100")), load_settings(cfg(ascendWeight="0"))
+    assert instructions(before, after, "prod") == [
+        "Fastest safe path (applies only the traffic split, after scaling NVIDIA back up):",
+        f"  pulumi up --stack prod --target '{NVIDIA_URN}' --target '{VS_URN}' "
+        f"--target '{RULE_URN}'",
+        LAND,
+        BREAK_GLASS,
+        "  kubectl -n inference scale deployment inference-blue --replicas=4"
+        "   # first: capacity for the traffic",
+        "  kubectl -n inference rollout status deployment inference-blue",
+        patch_line(100, 0),
+    ]
+
+
+def test_rollback_that_keeps_nvidia_at_its_size_only_moves_traffic():
+    # 50% -> 20%: NVIDIA runs 4 pods at both weights (full capacity while Ascend is partial).
+    before, after = load_settings(cfg(ascendWeight="50")), load_settings(cfg(ascendWeight="20"))
+    assert instructions(before, after, "prod") == [
+        "Fastest safe path (applies only the traffic split):",
+        f"  pulumi up --stack prod --target '{VS_URN}' --target '{RULE_URN}'",
+        LAND,
+        BREAK_GLASS,
+        patch_line(80, 20),
+    ]
+
+
+def test_scale_command_names_the_backend_deployment_and_its_pods():
+    settings = load_settings(cfg(ascendWeight="20"))
+    assert scale_command(settings, "ascend") == (
+        "kubectl -n inference scale deployment inference-green --replicas=1"
+    )
+    assert scale_command(settings, "nvidia") == (
+        "kubectl -n inference scale deployment inference-blue --replicas=4"
+    )

@@ -1,0 +1,157 @@
+"""`dualstack rollback --emergency` as an operator runs it on a laptop with cluster access:
+stop the running update, move the traffic, then commit, in that order.
+
+A real git clone of a bare origin holding fixture stack files; stand-in `pulumi` and a logging
+`git` on PATH record every call in one log, so the order across tools is visible.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from dualstack.cli import main
+from dualstack.repo.stackfile import read_config
+from tests.conftest import git
+from tests.support.emergency_stub import calls, install_emergency_tools, make_gitops
+
+WEIGHT = "dualstack-inference:ascendWeight"
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    clone, _ = make_gitops(tmp_path, {"prod": 20, "staging": 50})
+    install_emergency_tools(tmp_path / "bin")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("STUB_LOG", str(tmp_path / "calls.jsonl"))
+    for var, value in (("NAME", "Test"), ("EMAIL", "test@example.com")):
+        monkeypatch.setenv(f"GIT_AUTHOR_{var}", value)
+        monkeypatch.setenv(f"GIT_COMMITTER_{var}", value)
+    for name in ("RUNNING_prod", "DEPLOYED_prod", "UP_RC_prod", "RUNNING_staging"):
+        monkeypatch.delenv(name, raising=False)
+    return clone
+
+
+def log_of(repo: Path) -> list[list[str]]:
+    """pulumi and git calls, `stack output` left out (it runs beside the cancel)."""
+    return [c for c in calls(repo.parent / "calls.jsonl") if c[1:3] != ["stack", "output"]]
+
+
+def rollback(repo: Path, *argv: str) -> int:
+    return main(["-C", str(repo), "rollback", *argv])
+
+
+def test_stop_then_traffic_then_git(repo: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("RUNNING_prod", "1")  # a deploy is in progress
+    monkeypatch.setenv("DEPLOYED_prod", "20")
+    code = rollback(repo, "--emergency", "--stack", "prod", "--reason", "p99 doubled")
+    out = capsys.readouterr().out
+    assert code == 0
+    steps = [(c[0], c[1]) for c in log_of(repo)]
+    assert steps == [
+        ("pulumi", "cancel"),
+        ("pulumi", "up"),
+        ("git", "checkout"),
+        ("git", "commit"),
+        ("pulumi", "stack"),  # export: what the cancelled update left
+    ]
+    up = log_of(repo)[1]
+    assert up[-1] == "weight=0"  # the stack file held the new weight when the up ran
+    assert up[up.index("--message") + 1] == "Emergency rollback of prod to 0%: p99 doubled"
+    assert "prod: cancelled the running update of prod (pulumi cancel); deployed 20%" in out
+    assert (
+        "prod: traffic applied: VirtualService inference-traffic-virtual-service, "
+        "PrometheusRule inference-monitoring-rules (pulumi up --target)"
+    ) in out
+    assert "The cancelled update left 1 pending operation(s) in prod's state:" in out
+    assert "git push -u origin dualstack/prod-rollback-0" in out
+    assert git(repo, "show", "HEAD:Pulumi.prod.yaml").count(f'{WEIGHT}: "0"') == 1
+    subject = git(repo, "log", "-1", "--format=%s").strip()
+    assert subject == "Emergency rollback: prod 20% -> 0%"
+    assert "Reason: p99 doubled" in git(repo, "log", "-1", "--format=%b")
+
+
+def test_no_running_update_is_said_and_does_not_stop_the_rollback(repo: Path, capsys) -> None:
+    assert rollback(repo, "--emergency", "--stack", "prod") == 0
+    out = capsys.readouterr().out
+    assert "no update was running on prod: nothing to cancel; deployed unknown" in out
+    # deployed weight unknown: NVIDIA's Deployment is targeted first, in case it was shrunk
+    assert "traffic applied: Deployment inference-nvidia-deployment, VirtualService" in out
+    assert [c[1] for c in log_of(repo)] == ["cancel", "up", "checkout", "commit"]
+
+
+def test_all_rolls_back_every_stack_in_one_commit(repo: Path, capsys) -> None:
+    assert rollback(repo, "--emergency", "--all", "--to", "5") == 0
+    ups = sorted(c[c.index("--stack") + 1] for c in log_of(repo) if c[1] == "up")
+    assert ups == ["prod", "staging"]
+    assert git(repo, "branch", "--show-current").strip() == "dualstack/rollback-all"
+    assert git(repo, "show", "--name-only", "--format=", "HEAD").split() == [
+        "Pulumi.prod.yaml",
+        "Pulumi.staging.yaml",
+    ]
+    assert capsys.readouterr().out.count("traffic applied") == 2
+
+
+def test_dry_run_changes_nothing_and_runs_nothing(repo: Path, capsys) -> None:
+    before = (repo / "Pulumi.prod.yaml").read_bytes()
+    assert rollback(repo, "--emergency", "--dry-run", "--stack", "prod") == 0
+    out = capsys.readouterr().out
+    assert (repo / "Pulumi.prod.yaml").read_bytes() == before
+    assert log_of(repo) == []
+    assert "  pulumi cancel --yes --stack prod\n" in out
+    assert "  pulumi up --yes --skip-preview --refresh=false --stack prod --target " in out
+    assert "git: commit Pulumi.prod.yaml on new branch dualstack/prod-rollback-0" in out
+
+
+def test_a_failed_up_still_commits_and_prints_the_break_glass(
+    repo: Path, monkeypatch, capsys
+) -> None:
+    monkeypatch.setenv("UP_RC_prod", "255")
+    assert rollback(repo, "--emergency", "--stack", "prod") == 2
+    out = capsys.readouterr().out
+    assert "prod: the targeted up FAILED:" in out
+    assert "kubectl -n inference patch virtualservices.networking.istio.io" in out
+    assert git(repo, "branch", "--show-current").strip() == "dualstack/prod-rollback-0"
+
+
+def test_git_already_at_the_weight_reapplies_the_traffic(repo: Path, capsys) -> None:
+    assert rollback(repo, "--emergency", "--stack", "prod", "--to", "20") == 0
+    out = capsys.readouterr().out
+    assert "prod: git already holds 20%: the traffic is re-applied, nothing to commit" in out
+    assert [c[1] for c in log_of(repo)] == ["cancel", "up"]
+
+
+def test_the_wrong_checkout_is_refused_before_anything(repo: Path, capsys) -> None:
+    git(repo, "checkout", "-q", "--detach", "HEAD")
+    (repo / "x").write_text("x")
+    git(repo, "add", "x")
+    git(repo, "commit", "-qm", "elsewhere")
+    before = (repo / "Pulumi.prod.yaml").read_bytes()
+    (repo.parent / "calls.jsonl").unlink()  # the set-up's own commits
+    assert rollback(repo, "--emergency", "--stack", "prod") == 2
+    err = capsys.readouterr().err
+    assert "--emergency applies the default branch's program, but HEAD is" in err
+    assert err.count("\n") == 1
+    assert (repo / "Pulumi.prod.yaml").read_bytes() == before
+    assert log_of(repo) == []
+
+
+@pytest.mark.parametrize("flag", ["--all", "--dry-run"])
+def test_fleet_and_dry_run_go_with_emergency(repo: Path, flag: str, capsys) -> None:
+    assert rollback(repo, flag) == 2
+    assert capsys.readouterr().err == (
+        f"error: {flag} goes with --emergency (dualstack rollback --emergency {flag})\n"
+    )
+
+
+def test_the_pr_body_says_what_was_applied(repo: Path, tmp_path: Path) -> None:
+    body = tmp_path / "body.md"
+    argv = ["--emergency", "--stack", "prod", "--reason", "p99", "--body-file", str(body)]
+    assert rollback(repo, *argv) == 0
+    text = body.read_text()
+    assert text.startswith("Reason: p99\n\n## prod: roll back Ascend weight 20% -> 0%\n")
+    assert "pulumi cancel --yes --stack prod" in text
+    assert "Outcome: applied." in text
+    assert read_config(repo, "prod")[WEIGHT] == "0"
