@@ -206,11 +206,12 @@ BREAK_GLASS = (
 
 
 def patch_line(nvidia: int, ascend: int) -> str:
+    # The split is http[2]: after the two tester pins.
     ops = (
-        '[{"op":"test","path":"/spec/http/0/route/0/destination/subset","value":"nvidia"},'
-        '{"op":"test","path":"/spec/http/0/route/1/destination/subset","value":"ascend"},'
-        f'{{"op":"replace","path":"/spec/http/0/route/0/weight","value":{nvidia}}},'
-        f'{{"op":"replace","path":"/spec/http/0/route/1/weight","value":{ascend}}}]'
+        '[{"op":"test","path":"/spec/http/2/route/0/destination/subset","value":"nvidia"},'
+        '{"op":"test","path":"/spec/http/2/route/1/destination/subset","value":"ascend"},'
+        f'{{"op":"replace","path":"/spec/http/2/route/0/weight","value":{nvidia}}},'
+        f'{{"op":"replace","path":"/spec/http/2/route/1/weight","value":{ascend}}}]'
     )
     return (
         "  kubectl -n inference patch virtualservices.networking.istio.io inference-vs "
