@@ -1,4 +1,11 @@
-"""Shared fixtures: Pulumi mocks, a rendered stack, a throwaway git copy of the repo."""
+"""Shared fixtures: Pulumi mocks, a rendered stack, throwaway git repos with the fixture stacks.
+
+No test reads the committed `Pulumi.<stack>.yaml` files: a step PR moves them one rung, and
+`make test` must pass on it (issue 11). Tests take the article's stacks from
+`tests/fixtures/stacks/` (`FIXTURE_STACKS`): `git_repo` and `copy_stack_files` for a repo of
+stack files, `project_copy` for commands that run on the project itself, `fixture_config` for a
+config. `tests/support/committed_stacks.py` fails a test that reads the committed ones.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +20,53 @@ import pytest
 from components.settings import PROJECT
 from dualstack.offline.mocks import RecordingMocks, Registered
 from dualstack.offline.render import objects_of, run_program
+from dualstack.repo.stackfile import read_config
+from tests.support import committed_stacks
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
-STACK_FILES = ("Pulumi.yaml", "Pulumi.prod.yaml", "Pulumi.staging.yaml")
+# The article's stacks (prod at 5%, staging at 20%), as the committed files held them.
+FIXTURE_STACKS = Path(__file__).resolve().parent / "fixtures" / "stacks"
+STACKS = ("prod", "staging")
+_GUARD = committed_stacks.install(REPO)
+_GUARD.armed = True  # from collection on; lifted only for tests marked reads_committed_stacks
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "reads_committed_stacks: reads the committed stack files for their structure only "
+        "(passes at any rung); lifts the guard of tests/support/committed_stacks.py",
+    )
+
+
+@pytest.fixture(autouse=True)
+def _no_committed_stack_reads(request: pytest.FixtureRequest):
+    """Fail the test when it read a committed `Pulumi.<stack>.yaml` (see committed_stacks),
+    even when the code under test caught the refusal."""
+    _GUARD.hits.clear()
+    if request.node.get_closest_marker("reads_committed_stacks"):
+        _GUARD.armed = False
+        try:
+            yield
+        finally:
+            _GUARD.armed = True
+        return
+    yield
+    if _GUARD.hits:
+        pytest.fail(f"read {'; '.join(_GUARD.hits)}: {committed_stacks.RULE}", pytrace=False)
+
+
+def fixture_config(stack: str) -> dict[str, Any]:
+    """The config of the fixture `Pulumi.<stack>.yaml` (prod at 5%, staging at 20%)."""
+    return read_config(FIXTURE_STACKS, stack)
+
+
+def copy_stack_files(dest: Path) -> None:
+    """Put the project file `Pulumi.yaml` and the fixture stack files into `dest`."""
+    shutil.copy(REPO / "Pulumi.yaml", dest / "Pulumi.yaml")
+    for stack in STACKS:
+        shutil.copy(FIXTURE_STACKS / f"Pulumi.{stack}.yaml", dest / f"Pulumi.{stack}.yaml")
 
 
 def cfg(**keys: Any) -> dict[str, Any]:
@@ -76,15 +126,44 @@ def git(repo: Path, *args: str) -> str:
 
 @pytest.fixture
 def git_repo(tmp_path: Path) -> Path:
-    """A real git repository holding copies of the project's stack files, committed on main."""
+    """A real git repository holding `Pulumi.yaml` and the fixture stack files, on main."""
     repo = tmp_path / "gitops"
     repo.mkdir()
-    for name in STACK_FILES:
-        shutil.copy(REPO / name, repo / name)
+    copy_stack_files(repo)
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "initial stacks")
     return repo
+
+
+def _project_files() -> list[str]:
+    """The project's files as git sees them (tracked and new, not ignored), minus stack files."""
+    listed = git(REPO, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    return [
+        name
+        for name in sorted(set(listed.split("\0")))
+        if name
+        and not (committed_stacks.STACK_FILE.search(name) and "/" not in name)
+        and (REPO / name).is_file()
+    ]
+
+
+@pytest.fixture(scope="session")
+def project_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the project (its working tree) with the fixture stack files, committed on main.
+
+    For commands that run on the project itself (`dualstack render --stack prod` in the repo,
+    `make preview`). Shared by the session: tests must not change it (write into tmp_path).
+    """
+    root = tmp_path_factory.mktemp("project") / "dualstack-inference"
+    for name in _project_files():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, root / name)
+    copy_stack_files(root)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "the project with the fixture stacks")
+    return root
 
 
 @pytest.fixture(autouse=True)

@@ -15,6 +15,7 @@ from dualstack.gate.bake import bake_criterion
 from dualstack.gate.criteria import GateReport, evaluate, parse_window
 from dualstack.gate.data import DEFAULT_BOUNDS, DataBounds
 from dualstack.gate.prometheus import PrometheusClient
+from dualstack.gate.queries import Progress
 from dualstack.gate.rung import judged_step, window_rung
 from dualstack.gate.split import request_counts, split_criterion
 
@@ -39,6 +40,7 @@ def evaluate_promotion(
     at: float,
     bounds: DataBounds = DEFAULT_BOUNDS,
     step: tuple[int, int | None] | None = None,
+    progress: Progress | None = None,
 ) -> GateReport:
     """Every criterion for `stack` at unix time `at`, the split and the bake included.
 
@@ -46,7 +48,7 @@ def evaluate_promotion(
     next step); default: from the recorded live rung (`dualstack.gate.rung.judged_step`).
     Raises like `criteria.evaluate`.
     """
-    report = evaluate(settings, stack, client, window, at, bounds)
+    report = evaluate(settings, stack, client, window, at, bounds, progress=progress)
     window_seconds = parse_window(window)
     rung = window_rung(settings, client, window_seconds, at)
     judged = judged_step(settings, rung, step)

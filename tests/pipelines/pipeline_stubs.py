@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import REPO, STACK_FILES, git
+from tests.conftest import REPO, copy_stack_files, git
 
 COMMON = f"""#!{sys.executable}
 import json, os, pathlib, re, sys
@@ -88,7 +88,7 @@ def calls(log: Path, tools: tuple[str, ...] = ("dualstack", "pulumi")) -> list[l
 
 
 def make_gitops(tmp: Path) -> tuple[Path, Path]:
-    """A bare `origin` and a clone holding the stack files and `.ci/record` on main.
+    """A bare `origin` and a clone holding the fixture stack files and `.ci/record` on main.
 
     Returns (clone, origin). The clone's `origin/main` is the pushed main.
     """
@@ -96,8 +96,7 @@ def make_gitops(tmp: Path) -> tuple[Path, Path]:
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True)
     clone = tmp / "gitops"
     clone.mkdir()
-    for name in STACK_FILES:
-        shutil.copy(REPO / name, clone / name)
+    copy_stack_files(clone)
     (clone / ".ci").mkdir()
     shutil.copy(REPO / ".ci" / "record", clone / ".ci" / "record")
     (clone / ".gitignore").write_text("reports/\nreport.md\n.harness/\npolicy-config.json\n")

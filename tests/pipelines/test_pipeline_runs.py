@@ -14,6 +14,7 @@ import math
 import os
 import re
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +27,8 @@ from components.monitoring.metric_names import (
     REQUEST_RATE,
 )
 from components.settings import load_settings
-from dualstack.repo.stackfile import read_config
-from tests.conftest import REPO, git
+from policies import POLICIES
+from tests.conftest import fixture_config, git
 from tests.pipelines.pipeline_harness import (
     GITLAB_CI,
     WORKFLOWS,
@@ -75,7 +76,7 @@ def live_history(sides: dict[str, dict[str, float]]) -> list[Series]:
     bakeTime (24h) before it. The route weight recorded is the deployed 5% (main's prod), the
     data the gate must say it was taken at.
     """
-    namespace = load_settings(read_config(REPO, "prod")).namespace  # the copy the repo holds
+    namespace = load_settings(fixture_config("prod")).namespace  # the gitops copy holds it
     start = math.floor(time.time() / 60) * 60 - 26 * 3600
     end = start + 27 * 3600
     metrics = {"rate": REQUEST_RATE, "errors": ERROR_RATIO, "p99": LATENCY_P99}
@@ -172,7 +173,16 @@ def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict, prome
     assert passed
     cfg = "reports/prod/policy-config.json"
     assert calls(gitops["log"]) == [
-        ["dualstack", "preview", "--stack", "prod", "--base", "origin/main"],
+        [
+            "dualstack",
+            "preview",
+            "--stack",
+            "prod",
+            "--base",
+            "origin/main",
+            "--json-file",
+            "reports/prod/offline-preview.json",
+        ],
         ["pulumi", "stack", "output", "ascendWeight", "--stack", "prod"],
         [
             "dualstack",
@@ -205,6 +215,8 @@ def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict, prome
             prometheus,
             "--markdown",
             "reports/prod/gate.md",
+            "--json-file",
+            "reports/prod/gate.json",
         ],
     ]
     pack_config = json.loads((gitops["repo"] / cfg).read_text())
@@ -224,6 +236,15 @@ def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict, prome
     assert "| p99 latency | PASS | 1.000 s | 0.800 s |" in report
     assert "| Precision check | PASS |" in report
     assert "data taken at 5% Ascend; the stack file says 20%" in report
+    junit = ET.parse(gitops["repo"] / "junit.xml").getroot()
+    suites = {s.get("name"): s for s in junit.findall("testsuite")}
+    assert list(suites) == ["prod: checks", "prod: policies", "prod: gate"]
+    assert junit.get("failures") == "0" and junit.get("errors") == "0"
+    policies = [c.get("name") for c in suites["prod: policies"].findall("testcase")]
+    assert {name.split(" [")[0] for name in policies} == {p.name for p in POLICIES}
+    assert "no-unsafe-weight-jump [mandatory]" in policies
+    gate_cases = [c.get("name") for c in suites["prod: gate"].findall("testcase")]
+    assert any(name.endswith(": p99 latency") for name in gate_cases), gate_cases
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
@@ -232,8 +253,9 @@ def test_pr_without_credentials_previews_offline_only(platform: str, gitops: dic
     passed, report, _ = run_pr(platform, gitops)
     assert passed, report
     assert calls(gitops["log"]) == [
-        ["dualstack", "preview", "--stack", "staging", "--base", "origin/main"],
-        ["dualstack", "preview", "--stack", "prod", "--base", "origin/main"],
+        ["dualstack", "preview", "--stack", stack, "--base", "origin/main", "--json-file", json]
+        for stack in ("staging", "prod")
+        for json in [f"reports/{stack}/offline-preview.json"]
     ]
     assert calls(gitops["log"], ("curl",)) == []  # no CLI download without credentials
     assert "| `staging` | ✅ pass | ⏭️ skipped | ⏭️ skipped | ⏭️ skipped |" in report

@@ -140,8 +140,8 @@ def test_schemas_catch_a_misspelt_rule_and_config_map(render_objects) -> None:
 
 
 @pytest.fixture(scope="module")
-def prod_render() -> list[dict]:
-    done = dualstack("render", "--stack", "prod")
+def prod_render(project_copy) -> list[dict]:
+    done = dualstack("render", "--stack", "prod", cwd=project_copy)
     assert done.returncode == 0, done.stderr
     return list(yaml.safe_load_all(done.stdout))
 

@@ -57,8 +57,9 @@ def test_malformed_json_in_set_is_one_line() -> None:
         apply_overrides({}, ["ascend.pool.nodes=[ascend-01"])
 
 
-def test_cli_nested_set_renders_one_ascend_node() -> None:
-    done = dualstack("render", "--stack", "prod", "--set", 'ascend.pool.nodes=["ascend-01"]')
+def test_cli_nested_set_renders_one_ascend_node(project_copy) -> None:
+    nodes = 'ascend.pool.nodes=["ascend-01"]'
+    done = dualstack("render", "--stack", "prod", "--set", nodes, cwd=project_copy)
     assert done.returncode == 0, done.stderr
     assert "name: ascend-01" in done.stdout and "name: ascend-02" not in done.stdout
 

@@ -12,7 +12,8 @@ import yaml
 from tests.conftest import REPO
 
 
-def dualstack(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+def dualstack(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`python -m dualstack ARGS` in `cwd` (`project_copy`: the project with the fixture stacks)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run(
         [sys.executable, "-m", "dualstack", *args],
@@ -24,8 +25,8 @@ def dualstack(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_render_prints_every_object_as_yaml() -> None:
-    done = dualstack("render", "--stack", "prod")
+def test_render_prints_every_object_as_yaml(project_copy) -> None:
+    done = dualstack("render", "--stack", "prod", cwd=project_copy)
     assert done.returncode == 0, done.stderr
     docs = list(yaml.safe_load_all(done.stdout))
     assert {d["kind"] for d in docs} >= {
@@ -38,8 +39,9 @@ def test_render_prints_every_object_as_yaml() -> None:
     }
 
 
-def test_render_output_dir_writes_one_file_per_object(tmp_path: Path) -> None:
-    done = dualstack("render", "--stack", "staging", "--output", str(tmp_path / "out"))
+def test_render_output_dir_writes_one_file_per_object(project_copy, tmp_path: Path) -> None:
+    out = str(tmp_path / "out")
+    done = dualstack("render", "--stack", "staging", "--output", out, cwd=project_copy)
     assert done.returncode == 0, done.stderr
     files = sorted(p.name for p in (tmp_path / "out").iterdir())
     assert "virtualservice-inference-staging-inference-vs.yaml" in files
@@ -50,27 +52,28 @@ def test_render_output_dir_writes_one_file_per_object(tmp_path: Path) -> None:
     assert [r["weight"] for r in vs["spec"]["http"][-1]["route"]] == [80, 20]
 
 
-def test_bad_weight_is_one_line_and_renders_nothing() -> None:
+def test_bad_weight_is_one_line_and_renders_nothing(project_copy) -> None:
     for value, fragment in [
         ("150", "less than or equal to 100"),
         ("abc", "expected a whole number"),
         ("33", "not a ladder step"),
     ]:
-        done = dualstack("render", "--stack", "prod", "--set", f"ascendWeight={value}")
+        set_weight = f"ascendWeight={value}"
+        done = dualstack("render", "--stack", "prod", "--set", set_weight, cwd=project_copy)
         assert done.returncode == 2
         assert done.stdout == ""
         assert done.stderr.count("\n") == 1 and fragment in done.stderr
         assert done.stderr.startswith(f"error: dualstack-inference:ascendWeight = '{value}'")
 
 
-def test_unknown_stack_names_the_stacks_that_exist() -> None:
-    done = dualstack("render", "--stack", "qa")
+def test_unknown_stack_names_the_stacks_that_exist(project_copy) -> None:
+    done = dualstack("render", "--stack", "qa", cwd=project_copy)
     assert done.returncode == 2
     assert "no stack file Pulumi.qa.yaml" in done.stderr and "prod, staging" in done.stderr
 
 
-def test_malformed_set_is_a_usage_error() -> None:
-    done = dualstack("render", "--set", "ascendWeight")
+def test_malformed_set_is_a_usage_error(project_copy) -> None:
+    done = dualstack("render", "-s", "prod", "--set", "ascendWeight", cwd=project_copy)
     assert done.returncode == 2 and "expected KEY=VALUE" in done.stderr
 
 
@@ -88,7 +91,7 @@ def test_only_the_chosen_command_is_loaded() -> None:
     assert chosen_command(["nosuch"]) is None
 
 
-def test_unknown_command_is_one_line_listing_the_commands() -> None:
-    done = dualstack("nosuch")
+def test_unknown_command_is_one_line_listing_the_commands(project_copy) -> None:
+    done = dualstack("nosuch", cwd=project_copy)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "'render'" in done.stderr and "'ci'" in done.stderr

@@ -9,7 +9,6 @@ import pytest
 
 from dualstack.cli import main
 from dualstack.errors import error_lines
-from tests.conftest import REPO
 
 
 def one_error_line(err: str) -> str:
@@ -17,41 +16,71 @@ def one_error_line(err: str) -> str:
     return err
 
 
-def test_gate_markdown_in_a_missing_folder_is_refused_before_any_query(tmp_path, capsys):
+def test_gate_markdown_in_a_missing_folder_is_refused_before_any_query(
+    project_copy, tmp_path, capsys
+):
     target = tmp_path / "reports" / "gate.md"
     # Nothing listens on port 1: had the gate queried first, the error would be "unreachable".
-    argv = ["-C", str(REPO), "gate", "--prometheus", "http://127.0.0.1:1", "--at", "1700000000"]
+    argv = [
+        "-C",
+        str(project_copy),
+        "gate",
+        "--prometheus",
+        "http://127.0.0.1:1",
+        "--at",
+        "1700000000",
+    ]
     assert main([*argv, "--markdown", str(target)]) == 2
     err = one_error_line(capsys.readouterr().err)
     assert err == f"error: --markdown {target}: folder {target.parent} does not exist\n"
 
 
-def test_gate_markdown_that_is_a_folder_is_refused(tmp_path, capsys):
-    argv = ["-C", str(REPO), "gate", "--prometheus", "http://127.0.0.1:1", "--at", "1700000000"]
+def test_gate_markdown_that_is_a_folder_is_refused(project_copy, tmp_path, capsys):
+    argv = [
+        "-C",
+        str(project_copy),
+        "gate",
+        "--prometheus",
+        "http://127.0.0.1:1",
+        "--at",
+        "1700000000",
+    ]
     assert main([*argv, "--markdown", str(tmp_path)]) == 2
     assert "is a folder, expected a file name" in one_error_line(capsys.readouterr().err)
 
 
-def test_policy_config_output_in_a_missing_folder_is_one_line(tmp_path, capsys):
+def test_policy_config_output_in_a_missing_folder_is_one_line(project_copy, tmp_path, capsys):
     target = tmp_path / "ci" / "policy.json"
-    argv = ["-C", str(REPO), "policy-config", "--previous-weight", "5", "-o", str(target)]
+    argv = [
+        "-C",
+        str(project_copy),
+        "policy-config",
+        "-s",
+        "prod",
+        "--previous-weight",
+        "5",
+        "-o",
+        str(target),
+    ]
     assert main(argv) == 2
     err = one_error_line(capsys.readouterr().err)
     assert err == f"error: --output {target}: folder {target.parent} does not exist\n"
 
 
-def test_render_output_that_is_a_file_is_refused(tmp_path, capsys):
+def test_render_output_that_is_a_file_is_refused(project_copy, tmp_path, capsys):
     target = tmp_path / "manifests"
     target.write_text("not a folder\n")
-    assert main(["-C", str(REPO), "render", "--stack", "prod", "--output", str(target)]) == 2
+    assert (
+        main(["-C", str(project_copy), "render", "--stack", "prod", "--output", str(target)]) == 2
+    )
     err = one_error_line(capsys.readouterr().err)
     assert err == f"error: --output {target}: exists and is not a folder\n"
     assert target.read_text() == "not a folder\n"
 
 
-def test_render_output_folder_mirrors_the_stack(tmp_path, capsys):
+def test_render_output_folder_mirrors_the_stack(project_copy, tmp_path, capsys):
     out = tmp_path / "manifests" / "prod"  # created with its parents
-    render = ["-C", str(REPO), "render", "--stack", "prod", "--output", str(out)]
+    render = ["-C", str(project_copy), "render", "--stack", "prod", "--output", str(out)]
     assert main(render) == 0
     first = {p.name for p in out.iterdir()}
     rule = "prometheusrule-inference-inference-service-dualstack.yaml"
@@ -87,12 +116,22 @@ def test_os_errors_read_as_cause_and_path(error, line):
     assert error_lines(error) == [line]
 
 
-def test_an_os_error_inside_a_command_is_one_line(tmp_path, monkeypatch, capsys):
+def test_an_os_error_inside_a_command_is_one_line(project_copy, tmp_path, monkeypatch, capsys):
     def full_disk(self, *args, **kwargs):
         raise OSError(28, "No space left on device", str(self))
 
     monkeypatch.setattr(Path, "write_text", full_disk)
     target = tmp_path / "policy.json"
-    argv = ["-C", str(REPO), "policy-config", "--previous-weight", "5", "-o", str(target)]
+    argv = [
+        "-C",
+        str(project_copy),
+        "policy-config",
+        "-s",
+        "prod",
+        "--previous-weight",
+        "5",
+        "-o",
+        str(target),
+    ]
     assert main(argv) == 2
     assert capsys.readouterr().err == f"error: No space left on device: {target}\n"

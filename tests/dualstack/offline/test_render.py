@@ -12,8 +12,7 @@ import yaml
 from dualstack.offline.mocks import Registered
 from dualstack.offline.render import RenderError, objects_of, render, to_yaml, whole_numbers
 from dualstack.offline.schemas import SchemaError, object_errors, validate_objects
-from dualstack.repo.stackfile import read_config
-from tests.conftest import REPO, SHARED, cfg, find
+from tests.conftest import SHARED, cfg, copy_stack_files, find, fixture_config
 
 ARTICLE_KINDS = {
     "Node": 5,
@@ -27,7 +26,7 @@ ARTICLE_KINDS = {
 
 @pytest.fixture
 def prod_objects() -> list[dict]:
-    _settings, objects = render(read_config(REPO, "prod"), "prod")
+    _settings, objects = render(fixture_config("prod"), "prod")
     return objects
 
 
@@ -82,8 +81,7 @@ def test_node_patches_render_as_nodes_with_only_name_labels_taints(prod_objects)
 def test_render_is_repeatable_byte_for_byte(tmp_path) -> None:
     """Two renders in separate processes with different string hash seeds are identical, and
     equal to this process's render: nothing depends on set or dict iteration order."""
-    for name in ("Pulumi.yaml", "Pulumi.prod.yaml"):
-        (tmp_path / name).write_text((REPO / name).read_text())
+    copy_stack_files(tmp_path)
     outputs = []
     for seed in ("1", "4242"):
         done = subprocess.run(
@@ -96,7 +94,7 @@ def test_render_is_repeatable_byte_for_byte(tmp_path) -> None:
         )
         outputs.append(done.stdout)
     assert outputs[0] == outputs[1]
-    assert outputs[0] == to_yaml(render(read_config(tmp_path, "prod"), "prod")[1])
+    assert outputs[0] == to_yaml(render(fixture_config("prod"), "prod")[1])
 
 
 def test_every_object_passes_its_schema(prod_objects) -> None:

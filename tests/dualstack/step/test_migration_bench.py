@@ -7,8 +7,6 @@
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from components.settings import load_settings
@@ -17,7 +15,7 @@ from dualstack.gate.criteria import evaluate
 from dualstack.gate.prometheus import PrometheusClient
 from dualstack.repo.stackfile import read_config, set_config_value
 from dualstack.step.weights import change_weight
-from tests.conftest import REPO
+from tests.conftest import copy_stack_files
 from tests.dualstack.gate.test_gate_prometheus import END, history, write_stack
 from tests.support.prometheus_server import prometheus_over
 from tests.support.pulumi_stub import hide_pulumi
@@ -41,7 +39,7 @@ def test_bench_gate_against_real_prometheus(benchmark, prometheus, tmp_path):
 @pytest.mark.benchmark
 def test_bench_weight_write(benchmark, tmp_path, monkeypatch):
     hide_pulumi(monkeypatch)
-    shutil.copy(REPO / "Pulumi.prod.yaml", tmp_path / "Pulumi.prod.yaml")
+    copy_stack_files(tmp_path)
     before = load_settings(read_config(tmp_path, "prod"))
 
     def move() -> int:
