@@ -153,4 +153,6 @@ def report_data(report: GateReport) -> dict[str, Any]:
             "minCoverage": report.bounds.min_coverage,
         },
         "criteria": [criterion_data(c) for c in report.criteria],
+        "step": None if report.step is None else {"from": report.step[0], "to": report.step[1]},
+        "notes": list(report.notes),
     }

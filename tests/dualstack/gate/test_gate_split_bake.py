@@ -321,7 +321,7 @@ def test_status_shows_whether_the_split_landed_and_how_long_the_rung_held(
         "is 24h: 18h 0m left"
     ) in out
     assert main([*argv, "--stack", "mirror", "--json"]) == 0
-    [status] = json.loads(capsys.readouterr().out)
+    [status] = json.loads(capsys.readouterr().out)["stacks"]
     assert status["traffic"]["rung"] == "0% with 10% mirrored"
     assert status["traffic"]["split"]["status"] == "PASS"
     assert status["traffic"]["split"]["observed"] == "9.09%"
@@ -336,3 +336,29 @@ def test_status_without_an_answering_prometheus_still_shows_the_rest(project, ca
     out = capsys.readouterr().out
     assert "  weight        20% Ascend, 80% NVIDIA" in out
     assert f"  split         unknown: Prometheus at {url} is unreachable: connection refused" in out
+
+
+def test_gate_json_carries_the_split_the_bake_and_the_judged_step(project, prometheus, capsys):
+    import jsonschema
+
+    from tests.conftest import REPO
+
+    argv = ["-C", str(project), "gate", "-s", "mirror", "--prometheus", prometheus]
+    assert main([*argv, "--at", str(END), "-o", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    schema = json.loads((REPO / "docs/schemas/dualstack-gate-v1.json").read_text())
+    jsonschema.validate(doc, schema)
+    (mirror,) = doc["stacks"]
+    by_key = {c["key"]: c for c in mirror["criteria"]}
+    assert [c["key"] for c in mirror["criteria"]] == [
+        "requests",
+        "error-ratio",
+        "p99-latency",
+        "split",
+        "bake",
+        "precision",
+    ]
+    assert (by_key["split"]["status"], by_key["split"]["ascend"]) == ("PASS", "9.09%")
+    assert by_key["bake"]["status"] == "PASS"
+    assert mirror["step"] == {"from": 0, "to": 5}
+    assert mirror["notes"][1].startswith("Ascend's numbers come from mirrored copies")
