@@ -18,15 +18,14 @@ async function main(files) {
     return 2;
   }
   const findings = [];
-  let lint = null;
   for (const file of files) {
-    lint = lint || (await createLinter());
+    // A fresh wasm instance per file: one instance grows with each file it lints and traps
+    // ("unreachable") once the workflows are large enough, and a Go panic leaves it unusable.
+    const lint = await createLinter();
     try {
       findings.push(...lint(readFileSync(file, "utf8"), file));
     } catch (err) {
-      // A Go panic leaves the wasm instance unusable: report it and start a fresh one.
       findings.push({ file, line: 0, column: 0, message: String(err.message || err), kind: "crash" });
-      lint = null;
     }
   }
   const kept = findings.filter((f) => !OUTDATED.some((re) => re.test(f.message)));

@@ -110,6 +110,7 @@ def expected_errors() -> tuple[type[BaseException], ...]:
     """
     from components.settings import SettingsError
     from dualstack.gate.prometheus import PrometheusError
+    from dualstack.offline.judge import JudgeError
     from dualstack.offline.render import RenderError
     from dualstack.offline.schemas import SchemaError
     from dualstack.pulumi_cli import PulumiCliError, StackOutputError
@@ -126,6 +127,7 @@ def expected_errors() -> tuple[type[BaseException], ...]:
         PrometheusError,
         StackOutputError,
         PulumiCliError,
+        JudgeError,
         OSError,
     )
 

@@ -6,16 +6,17 @@ runs for `pulumi preview --policy-pack policies`. `dualstack preview` runs the s
 offline through `dualstack.offline.policy_run`.
 """
 
-from policies import capacity, placement, security, supply_chain, traffic
+from policies import capacity, envelope, placement, security, supply_chain, traffic
 
 PACK_NAME = "dualstack-migration"
 
 POLICIES = (
+    *envelope.POLICIES,
     *traffic.POLICIES,
     *capacity.POLICIES,
     *placement.POLICIES,
     *supply_chain.POLICIES,
     *security.POLICIES,
 )
-"""Every policy of the pack, in report order (traffic, capacity, placement, supply chain,
-security)."""
+"""Every policy of the pack, in report order (envelope, traffic, capacity, placement, supply
+chain, security)."""

@@ -98,7 +98,9 @@ def accelerator_placement_validator(
     args: ResourceValidationArgs, report_violation: ReportViolation
 ) -> None:
     """A pod requesting an accelerator selects its pool (nodeSelector) and tolerates its taint;
-    no pod requests two accelerator kinds; no pod tolerates a pool it does not select."""
+    no pod requests two accelerator kinds; no pod tolerates a pool it does not select; a pod
+    selecting an accelerator pool requests that pool's accelerator (a resource the pool's
+    nodes do not offer keeps it Pending, and the pool's capacity check would not count it)."""
     props = mapping(args.props)
     spec = pod_template_spec(kind_of(args.resource_type), props)
     if spec is None:
@@ -131,6 +133,13 @@ def accelerator_placement_validator(
                 f"{key}={pool}:NoSchedule, so its pods stay Pending; add the toleration",
                 None,
             )
+    if selected in pools.values() and not wanted:
+        offered = sorted(name for name, pool in pools.items() if pool == selected)
+        report_violation(
+            f"{where} selects pool {selected!r} but requests none of its accelerators "
+            f"({', '.join(offered)}); request them, or do not pin the pod to the pool",
+            None,
+        )
     for other in sorted(tolerated_pools(spec, key, set(pools.values())) - {selected}):
         report_violation(
             f"{where} tolerates the taint of pool {other!r} ({key}={other}:NoSchedule) but "

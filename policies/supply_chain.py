@@ -1,5 +1,5 @@
 """Supply-chain policies: pinned images from one release, images pinned by digest, and no
-Ascend image serving traffic before its precision check has passed.
+Ascend image serving traffic before its precision check has passed (the base's record).
 
 `images-pinned-by-digest` is advisory by default: a release tag is a pin the pack already
 checks, but a tag can be pushed again, a digest cannot. A stack makes it mandatory with stack
@@ -7,20 +7,23 @@ config `security.requireImageDigests: true` (`dualstack policy-config` then writ
 `enforcementLevel: mandatory` for it, taken from the base stack config). A digest may follow
 the tag (`repo:v1.2.3-npu@sha256:...`), which keeps the release check of `image-pair-consistent`.
 
-Where the verified image comes from: the precision-check workflow records the Ascend image
-whose check passed in stack config `verifiedAscendImage`; the program copies it onto the Ascend
-Deployment as the annotation `dualstack.io/verified-ascend-image` (so the pack sees it in the
-props, online and offline). Policy config `verifiedAscendImage`, when set, takes precedence.
-Changing the Ascend image resets the verification: the served image no longer equals it, so
-the precision check is required before a raise AND after every image upgrade while Ascend serves
-traffic; only weight 0 and a rollback (a decrease that keeps the deployed Ascend image, policy
-config `previousAscendImage`) pass without it. A decrease that also changes the image is an
-upgrade like any other: the new image would serve live traffic unchecked.
+Where the verified images come from: the verification job (`dualstack verify-precision`, after
+the precision check passed) records each verified {nvidia, ascend} pair in stack config
+`verifiedImages` (the older form, `verifiedAscendImage`, names one Ascend image). The judge
+reads that record from the BASE, never from the change under review, and passes it as policy
+config `verifiedImages` (`dualstack policy-config`, `dualstack preview`); the
+`dualstack.io/verified-ascend-image` annotation the program writes is the head's own claim and
+is not trusted. While Ascend serves traffic, the served pair must be one of those pairs after a
+raise AND after every image change, so rolling back to an earlier verified pair passes; only
+weight 0 and a rollback (a decrease that keeps the deployed Ascend image, policy config
+`previousAscendImage`) pass without it. A decrease that also changes the image is an upgrade
+like any other: the new image would serve live traffic unchecked.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from pulumi_policy import (
@@ -45,7 +48,6 @@ from policies.common import (
     describe,
     kind_of,
     mapping,
-    path,
     pod_template_spec,
     subset_name,
 )
@@ -53,7 +55,8 @@ from policies.stack_view import Item, StackView, container_images
 from policies.traffic_share import ascend_shares, nvidia_backend, percent
 
 VERIFIED_IMAGE_ANNOTATION = "dualstack.io/verified-ascend-image"
-"""Annotation of the Ascend Deployment naming the image whose precision check passed."""
+"""Annotation the program puts on the Ascend Deployment (the head's own record, informative
+only: the pack judges by the base's `verifiedImages`)."""
 
 DEFAULT_TAG_PATTERN = r"^(?P<release>v?\d+\.\d+\.\d+)-(?P<flavor>[a-z0-9]+)$"
 """Release tags: `v1.2.3-cuda` and `v1.2.3-npu` share the release `v1.2.3`."""
@@ -206,25 +209,51 @@ def _optional_image(config: Any, key: str) -> str | None:
 
 
 VERIFY_COMMAND = "dualstack verify-precision --stack <stack> --nvidia URL --ascend URL"
-"""How an operator records a passing Ascend image (`dualstack/commands/verify_precision.py`)."""
+"""How the verification job records a passing pair (`dualstack/commands/verify_precision.py`)."""
+
+
+def verified_pairs(config: Any) -> list[tuple[str | None, str]]:
+    """(nvidia image or None for any, ascend image) of config `verifiedImages` (a list of
+    {nvidia, ascend}) plus `verifiedAscendImage` (any NVIDIA image).
+
+    Raises ConfigError naming the key when an entry is not such a mapping of image strings.
+    """
+    raw = config.get("verifiedImages")
+    pairs: list[tuple[str | None, str]] = []
+    if raw is not None:
+        if isinstance(raw, str) or not isinstance(raw, Sequence):
+            raise ConfigError(f"verifiedImages = {raw!r} is not a list of {{nvidia, ascend}}")
+        for entry in raw:
+            entry = mapping(entry)
+            nvidia, ascend = entry.get("nvidia"), entry.get("ascend")
+            if not isinstance(ascend, str) or not (nvidia is None or isinstance(nvidia, str)):
+                raise ConfigError(f"verifiedImages entry {dict(entry)!r} is not {{nvidia, ascend}}")
+            pairs.append((nvidia, ascend))
+    legacy = _optional_image(config, "verifiedAscendImage")
+    if legacy:
+        pairs.append((None, legacy))
+    return pairs
+
+
+def _pairs_text(pairs: list[tuple[str | None, str]]) -> str:
+    return "; ".join(f"{nvidia or 'any nvidia image'} + {ascend}" for nvidia, ascend in pairs)
 
 
 @config_errors_are_violations
 def precision_verified_before_promotion_validator(
     args: StackValidationArgs, report_violation: ReportViolation
 ) -> None:
-    """While Ascend serves traffic (weight > 0), the Ascend image served is the
-    precision-verified one (config `verifiedAscendImage`, else the Ascend Deployment's
-    `dualstack.io/verified-ascend-image` annotation): after a raise AND after every image
-    change. Exceptions: weight 0 (no traffic) and a rollback, i.e. a weight below
-    `previousWeight` serving the same image as `previousAscendImage` (the deployed one): a
-    rollback is never blocked. A decrease that changes the image, or with no
-    `previousAscendImage` to compare (fail closed), needs the check like a raise. With no
-    `previousWeight` (first deploy) any weight > 0 needs it."""
+    """While Ascend serves traffic (weight > 0), the served image pair is a precision-verified
+    one of config `verifiedImages` (the BASE's record; an entry without `nvidia` accepts any
+    NVIDIA image): after a raise AND after every image change. Exceptions: weight 0 (no
+    traffic) and a rollback, i.e. a weight below `previousWeight` serving the same Ascend image
+    as `previousAscendImage` (the deployed one): a rollback is never blocked. A decrease that
+    changes the image, or with no `previousAscendImage` to compare (fail closed), needs the
+    check like a raise. With no `previousWeight` (first deploy) any weight > 0 needs it."""
     config = args.get_config()
     previous = config_int(config, "previousWeight", 0, 100)
     previous_image = _optional_image(config, "previousAscendImage")
-    override = _optional_image(config, "verifiedAscendImage")
+    pairs = verified_pairs(config)
     view = StackView.of(args.resources)
     shares = ascend_shares(view, config)  # where traffic really goes, every route counted
     if not shares.routes:
@@ -252,27 +281,22 @@ def precision_verified_before_promotion_validator(
     if workload is None or image is None:
         report_violation(f"cannot check the Ascend image {move}: {why}", None)
         return
-    verified = override or path(
-        workload.props, "metadata", "annotations", VERIFIED_IMAGE_ANNOTATION
-    )
+    _nvidia_workload, nvidia_image, _why = _backend_image(view, config, "nvidia")
+    if any(ascend == image and nvidia in (None, nvidia_image) for nvidia, ascend in pairs):
+        return
     fix = (
-        f"run the precision check for {image} and record its pass with `{VERIFY_COMMAND}` "
-        "(against pods running that image), or set the weight to 0 while the new image is "
-        "checked (weight 0, and a decrease that keeps the deployed image, are never blocked)"
+        f"run the precision check for {image} and let the verification job record the pair "
+        f"(`{VERIFY_COMMAND}`, merged before this change), or set the weight to 0 while the "
+        "new image is checked (weight 0, and a decrease that keeps the deployed image, are "
+        "never blocked)"
     )
-    if not verified:
-        report_violation(
-            f"{move}: {workload.label} serves {image} to live traffic, but no Ascend image is "
-            f"precision-verified (stack config verifiedAscendImage); {fix}",
-            workload.urn,
-        )
-    elif verified != image:
-        report_violation(
-            f"{move}: {workload.label} serves {image} to live traffic, but the "
-            f"precision-verified image is {verified} (an image change resets the "
-            f"verification); {fix}",
-            workload.urn,
-        )
+    served = f"serves {nvidia_image} + {image} to live traffic"
+    known = (
+        f"the base's precision-verified pairs are {_pairs_text(pairs)}"
+        if pairs
+        else "the base records no precision-verified image pair (verifiedImages)"
+    )
+    report_violation(f"{move}: {workload.label} {served}, but {known}; {fix}", workload.urn)
 
 
 POLICIES = [
@@ -303,10 +327,10 @@ POLICIES = [
     ),
     StackValidationPolicy(
         name="precision-verified-before-promotion",
-        description="While Ascend serves traffic (weight > 0), its image is the one whose "
-        "precision check passed, after a raise and after every image change (a decrease "
-        "included); weight 0 and a rollback (a decrease keeping the deployed image) are never "
-        "blocked.",
+        description="While Ascend serves traffic (weight > 0), the served image pair is one "
+        "the base records as precision-verified, after a raise and after every image change "
+        "(a decrease included); weight 0 and a rollback (a decrease keeping the deployed image) "
+        "are never blocked.",
         validate=precision_verified_before_promotion_validator,
         enforcement_level=EnforcementLevel.MANDATORY,
         config_schema=PolicyConfigSchema(
@@ -319,10 +343,24 @@ POLICIES = [
                     "absent, every weight > 0 needs it. Written by `dualstack policy-config "
                     "--base` and `dualstack preview --base`.",
                 },
+                "verifiedImages": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "nvidia": {"type": "string"},
+                            "ascend": {"type": "string"},
+                        },
+                        "required": ["ascend"],
+                    },
+                    "description": "The BASE's verification history: {nvidia, ascend} image "
+                    "pairs whose precision check passed (no nvidia: any NVIDIA image). Written "
+                    "by `dualstack policy-config` from the base, never from the change.",
+                },
                 "verifiedAscendImage": {
                     "type": "string",
-                    "description": "Overrides the Ascend Deployment's annotation "
-                    f"{VERIFIED_IMAGE_ANNOTATION}.",
+                    "description": "One more verified Ascend image (any NVIDIA image), the "
+                    "older single-image record; set by hand only.",
                 },
                 **SHARE_SCHEMAS,
             }

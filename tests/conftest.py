@@ -69,6 +69,23 @@ def copy_stack_files(dest: Path) -> None:
         shutil.copy(FIXTURE_STACKS / f"Pulumi.{stack}.yaml", dest / f"Pulumi.{stack}.yaml")
 
 
+CODE = ("components", "dualstack", "policies", "precision_check", "__main__.py")
+"""The project's code a base needs to judge (`dualstack.offline.judge`): its packages and the
+program's entry point, copied from this tree."""
+
+
+def copy_code(repo: Path) -> None:
+    """Copy this tree's code (`CODE`) into `repo`, without bytecode caches: a base commit of
+    `repo` then holds the very code the tests run, so it judges in-process."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in CODE:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, repo / name, ignore=ignore)
+        else:
+            shutil.copy(source, repo / name)
+
+
 def cfg(**keys: Any) -> dict[str, Any]:
     """Stack config from keyword keys: cfg(ascendWeight="20") -> {"dualstack-inference:...": ..}."""
     return {f"{PROJECT}:{key}": value for key, value in keys.items()}
@@ -126,10 +143,12 @@ def git(repo: Path, *args: str) -> str:
 
 @pytest.fixture
 def git_repo(tmp_path: Path) -> Path:
-    """A real git repository holding `Pulumi.yaml` and the fixture stack files, on main."""
+    """A real git repository holding `Pulumi.yaml`, the fixture stack files and this tree's
+    code (the base's judge, `copy_code`), on main."""
     repo = tmp_path / "gitops"
     repo.mkdir()
     copy_stack_files(repo)
+    copy_code(repo)
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "initial stacks")

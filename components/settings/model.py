@@ -34,6 +34,7 @@ from components.settings.base import (
     check_requests_within_limits,
     label_map,
 )
+from components.settings.evidence import VerifiedPair, pair_verified, verified_facts
 from components.settings.images import pinned_image
 from components.settings.monitoring import MonitoringSettings
 from components.settings.policy import PolicySettings
@@ -372,7 +373,14 @@ class Settings(ConfigModel):
     probes: ProbeSettings = Field(default_factory=ProbeSettings)
     istio: IstioSettings = Field(default_factory=IstioSettings)
     verified_ascend_image: str | None = Field(
-        None, description="Ascend image whose precision check passed (written by the tooling)."
+        None,
+        description="Ascend image whose precision check passed (the older, single-image form "
+        "of `verifiedImages`; written by `dualstack verify-precision`).",
+    )
+    verified_images: tuple[VerifiedPair, ...] = Field(
+        (),
+        description="The verification history: every {nvidia, ascend} image pair whose "
+        "precision check passed, oldest first (written by `dualstack verify-precision`).",
     )
     slo: SloSettings = Field(default_factory=SloSettings)
     monitoring: MonitoringSettings = Field(default_factory=MonitoringSettings)
@@ -445,9 +453,15 @@ class Settings(ConfigModel):
         return max(self.ascend_weight, self.mirror_percent)
 
     @property
+    def verified_facts(self) -> list[dict[str, str]]:
+        """The verified pairs as policy config `verifiedImages` (`components.settings.evidence`)."""
+        return verified_facts(self.verified_images, self.verified_ascend_image)
+
+    @property
     def ascend_image_verified(self) -> bool:
-        """True when the served Ascend image is the one whose precision check passed."""
-        return self.verified_ascend_image == self.ascend.image
+        """True when this config records the served image pair as precision-verified (its own
+        record: the judge uses the BASE's, see `dualstack.offline.judge`)."""
+        return pair_verified(self.verified_facts, self.nvidia.image, self.ascend.image)
 
 
 def _decode(value: Any) -> Any:

@@ -40,7 +40,11 @@ class MergeRequest:
         return url if note_id is None else f"{url}/{note_id}"
 
 
-def _call(method: str, url: str, token: str, body: dict[str, Any] | None = None) -> Any:
+def api_call(method: str, url: str, token: str, body: dict[str, Any] | None = None) -> Any:
+    """One GitLab API call with `PRIVATE-TOKEN`; the decoded JSON answer.
+
+    Raises GitLabNoteError on an HTTP error, no answer within `TIMEOUT_SECONDS`, or non-JSON.
+    """
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, method=method)
     request.add_header("PRIVATE-TOKEN", token)
@@ -85,14 +89,16 @@ def upsert_note(mr: MergeRequest, body: str, create: bool = True) -> tuple[str, 
     Returns ("updated" | "created" | "none", note id or None). Raises GitLabNoteError on
     any API failure.
     """
-    notes = _call("GET", mr.notes_url() + "?sort=desc&order_by=updated_at&per_page=100", mr.token)
+    notes = api_call(
+        "GET", mr.notes_url() + "?sort=desc&order_by=updated_at&per_page=100", mr.token
+    )
     note_id = find_note(notes)
     if note_id is not None:
-        _call("PUT", mr.notes_url(note_id), mr.token, {"body": body})
+        api_call("PUT", mr.notes_url(note_id), mr.token, {"body": body})
         return "updated", note_id
     if not create:
         return "none", None
-    created = _call("POST", mr.notes_url(), mr.token, {"body": body})
+    created = api_call("POST", mr.notes_url(), mr.token, {"body": body})
     if not isinstance(created, dict) or not isinstance(created.get("id"), int):
         raise GitLabNoteError("POST note: the answer carries no note id")
     return "created", created["id"]

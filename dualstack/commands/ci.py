@@ -7,6 +7,9 @@
   policy and gate criterion a test case) for GitLab's widget and GitHub's check summary.
 - `gitlab-note FILE`: post or update that comment on the merge request.
 - `rollback-targets --stack S`: the URNs the emergency rollback's `pulumi up --target` takes.
+- `owner-approval [--commit SHA]`: `--owner-approved` when GitLab's approval rules are met.
+- `judge --stack S --protocol N`: the judge protocol (`dualstack.offline.judge`), run in the
+  BASE's tree by `preview --base` and `policy-config --base`: request on stdin, JSON answer.
 """
 
 from __future__ import annotations
@@ -118,6 +121,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     targets.set_defaults(func=run_rollback_targets)
 
+    approval = steps.add_parser(
+        "owner-approval",
+        help="print --owner-approved when the GitLab merge request's approval rules are met",
+        description=f"Ask GitLab (CI_API_V4_URL, CI_PROJECT_ID, {GITLAB_TOKEN_VARIABLE}) "
+        "whether the merge request (CI_MERGE_REQUEST_IID, or the one that merged --commit) "
+        "has its approvals, code owners included; print --owner-approved if so, nothing if "
+        "not. Exit 0 answered, 2 GitLab could not tell (treat as not approved).",
+    )
+    approval.add_argument(
+        "--commit", metavar="SHA", help="the merged commit (deploy): find its merge request"
+    )
+    approval.set_defaults(func=run_owner_approval)
+
+    judge = steps.add_parser(
+        "judge",
+        help="internal: judge a head (JSON on stdin) with this tree's code and facts",
+        description="The judge protocol: render this tree's stack (the base), read the head's "
+        "stack config and rendered objects as JSON on stdin, and print the base's facts, the "
+        "envelope changes, the pack config and the pack's results as JSON. Exit 0 answered, 2 "
+        "the base cannot judge (one line on stderr).",
+    )
+    judge.add_argument("--stack", required=True)
+    judge.add_argument(
+        "--protocol", type=int, required=True, help="the protocol version the caller speaks"
+    )
+    judge.add_argument(
+        "--cache", type=Path, metavar="DIR", help="keep and reuse this base's render in DIR"
+    )
+    judge.set_defaults(func=run_judge)
+
 
 def _fail(exc: Exception) -> int:
     print(f"error: {exc}", file=sys.stderr)
@@ -214,4 +247,61 @@ def run_rollback_targets(args: argparse.Namespace) -> int:
         urns = rollback_targets(root, args.stack, args.base)
     if urns:
         print("\n".join(urns))
+    return 0
+
+
+def run_owner_approval(args: argparse.Namespace) -> int:
+    from dualstack.ci.approval import FLAG, approved, merge_request_of
+
+    token = os.environ.get(GITLAB_TOKEN_VARIABLE, "")
+    if not token:
+        print(f"owner-approval: no {GITLAB_TOKEN_VARIABLE}: not approved", file=sys.stderr)
+        return 0
+    needed = ["CI_API_V4_URL", "CI_PROJECT_ID"]
+    needed += [] if args.commit else ["CI_MERGE_REQUEST_IID"]
+    missing = [name for name in needed if not os.environ.get(name)]
+    if missing:
+        return _fail(ValueError(f"owner-approval: {', '.join(missing)} unset"))
+    api, project = os.environ["CI_API_V4_URL"], os.environ["CI_PROJECT_ID"]
+
+    def step(_args: argparse.Namespace) -> int:
+        iid = os.environ.get("CI_MERGE_REQUEST_IID", "")
+        if args.commit:
+            iid = merge_request_of(api, project, args.commit, token)
+        state = approved(MergeRequest(api, project, iid, token))
+        print(f"owner-approval: !{iid} {'approved' if state else 'not approved'}", file=sys.stderr)
+        if state:
+            print(FLAG)
+        return 0
+
+    return _guarded(step, args)
+
+
+def run_judge(args: argparse.Namespace) -> int:
+    """Render the base first (the caller renders the head meanwhile), then read the request."""
+    from dualstack.offline.judge import (
+        PROTOCOL,
+        JudgeError,
+        base_of_tree,
+        head_of_request,
+        judge,
+        load_pack,
+    )
+
+    if args.protocol != PROTOCOL:
+        return _fail(
+            ValueError(f"judge protocol {args.protocol} asked, this code speaks {PROTOCOL}")
+        )
+    from dualstack.offline.code_identity import require_own_code
+
+    root = find_root(Path(args.cwd) if args.cwd else None)
+    try:
+        require_own_code(root)
+        base = base_of_tree(root, args.stack, args.cache)
+        load_pack()  # while the caller still renders the head
+        request = json.loads(sys.stdin.read())
+        answer = judge(base, head_of_request(request))
+    except (JudgeError, json.JSONDecodeError) as exc:
+        return _fail(exc)
+    json.dump(answer, sys.stdout)
     return 0

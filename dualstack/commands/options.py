@@ -210,9 +210,6 @@ def publish(
         return None
     plan, branch, original = commit
     path = stack_path(root, args.stack)
-    if plan.carried_image is not None:
-        notes = [*notes, f"Also records verifiedAscendImage {plan.carried_image}."]
-        print(f"--- the uncommitted verifiedAscendImage {plan.carried_image} is committed too")
     sha = commit_on_new_branch(root, path, branch, commit_message(title, notes), original)
     where = "" if plan.in_place else " (in a temporary worktree; your checkout is untouched)"
     print(f"--- committed {sha} on branch {branch}, from {plan.base}{where}; push it and open")

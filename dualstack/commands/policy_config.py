@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from components.settings import load_settings
@@ -11,20 +12,27 @@ from dualstack.commands.arg_types import weight
 from dualstack.commands.output_paths import check_output_file
 from dualstack.commands.stacks import add_stack_argument, one_stack
 from dualstack.errors import UsageError
-from dualstack.offline.policy_config import base_settings_at, pack_config, write_config
+from dualstack.offline.code_identity import require_own_code
+from dualstack.offline.judge import HeadData, base_of_tree, judge
+from dualstack.offline.judge_client import base_judge, request, resolve_base
+from dualstack.offline.policy_config import write_config
 from dualstack.pulumi_cli import read_deployed_weight
 from dualstack.repo.stack_config import find_root, load_stack_config
+from dualstack.repo.stackfile import read_config
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "policy-config",
-        help="write the policy pack config (previous weight, ladder, ...) for `pulumi preview`",
-        description="Build the JSON file for `pulumi preview --policy-pack policies "
-        "--policy-pack-config FILE` from the stack's config and the DEPLOYED Ascend weight. "
-        "With --base, the step limit (ladder, maxStep) and the deployed Ascend image come from "
-        "the stack file at that git ref, so the change under review cannot loosen them. "
-        "Exit 0 written, 2 the weight or the base could not be read (nothing written).",
+        help="write the policy pack config (previous weight, base facts, envelope) for pulumi",
+        description="Build the JSON file for `pulumi preview --policy-pack <base>/policies "
+        "--policy-pack-config FILE`, judged by the BASE: its code computes every fact the "
+        "policies compare against from the base's stack file (step limit, capacity, pools, "
+        "driver paths, tag pattern, deployed and verified images) and the safety-envelope "
+        "changes of the head; the previous weight is the DEPLOYED one. Either --base REF (run "
+        "from the head: the base's code runs in a worktree of REF) or --head DIR (run from a "
+        "checkout of the base, the pipelines: DIR is read as data). Exit 0 written, 2 the "
+        "weight or the base could not be read, or the base cannot judge (nothing written).",
     )
     add_stack_argument(parser)
     source = parser.add_mutually_exclusive_group(required=True)
@@ -44,11 +52,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="the stack was never deployed: only 0 or the first ladder step passes",
     )
-    parser.add_argument(
+    judged = parser.add_mutually_exclusive_group(required=True)
+    judged.add_argument(
         "--base",
         metavar="GIT_REF",
-        help="take the step limit (ladder, policy.maxStep) and the previous Ascend image from "
-        "Pulumi.<stack>.yaml at this ref (the PR's target branch), not from the change itself",
+        help="the base (PR: the target branch; deploy: the previous commit of the default "
+        "branch); its own code judges this tree in a temporary worktree",
+    )
+    judged.add_argument(
+        "--head",
+        type=Path,
+        metavar="DIR",
+        help="run from a checkout of the base (-C): the head is the tree DIR, read as data",
+    )
+    parser.add_argument(
+        "--owner-approved",
+        action="store_true",
+        help="the change carries the owners' approval (pipelines: from the code host's "
+        "review state only)",
     )
     parser.add_argument(
         "-o", "--output", type=Path, help="write the JSON here (default: standard output)"
@@ -56,35 +77,61 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    root = find_root(Path(args.cwd) if args.cwd else None)
-    args.stack = one_stack(root, args.stack, "policy-config")
-    settings = load_settings(load_stack_config(root, args.stack))
-    check_output_file(args.output, "--output")
-    if args.previous_weight is not None and args.previous_weight not in settings.ladder:
-        steps = ", ".join(map(str, settings.ladder))
+def _previous(args: argparse.Namespace, root: Path) -> tuple[int | None, str]:
+    if args.from_stack_output:
+        return read_deployed_weight(root, args.stack), "pulumi stack output ascendWeight"
+    if args.first_deploy:
+        return None, "first deploy"
+    return args.previous_weight, "--previous-weight"
+
+
+def _check_previous(args: argparse.Namespace, ladder: Sequence[int]) -> None:
+    """UsageError when `--previous-weight` is not a step of `ladder`."""
+    if args.previous_weight is not None and args.previous_weight not in ladder:
+        steps = ", ".join(map(str, ladder))
         raise UsageError(
             f"--previous-weight {args.previous_weight}: not a ladder step of stack "
             f"{args.stack}; allowed: {steps}"
         )
-    if args.from_stack_output:
-        previous = read_deployed_weight(root, args.stack)
-        origin = "pulumi stack output ascendWeight"
-    elif args.first_deploy:
-        previous, origin = None, "first deploy"
+
+
+def run(args: argparse.Namespace) -> int:
+    root = find_root(Path(args.cwd) if args.cwd else None)
+    args.stack = one_stack(root, args.stack, "policy-config")
+    check_output_file(args.output, "--output")
+    if args.head is not None:
+        require_own_code(root)  # this checkout is the base: its own code judges
+        head_root = find_root(args.head)
+        head_config = read_config(head_root, args.stack)
     else:
-        previous, origin = args.previous_weight, "--previous-weight"
-    base = base_settings_at(root, args.stack, args.base) if args.base else None
-    text = write_config(pack_config(settings, previous, base), args.output)
+        head_config = load_stack_config(root, args.stack)
+        _check_previous(args, load_settings(head_config).ladder)  # a bad head: exit 2 now
+    previous, origin = _previous(args, root)
+    if args.head is not None:
+        data = HeadData(args.stack, head_root, head_config, None, previous, args.owner_approved)
+        answer = judge(base_of_tree(root, args.stack), data)
+        where = f"this checkout ({answer['baseCommit'][:7]})"
+    else:
+        base = resolve_base(root, args.base)
+        message = request(args.stack, root, head_config, None, args.owner_approved, previous, False)
+        with base_judge(root, base, args.stack) as base_code:
+            answer = base_code.send(message)
+        where = f"{base.label}, {base_code.where}"
+    config = answer["packConfig"]
+    _check_previous(args, config.get("no-unsafe-weight-jump", {}).get("ladder", []))
+    text = write_config(config, args.output)
     shown = "none" if previous is None else f"{previous}%"
-    if args.base is None:
-        limit = "step limit from the stack file itself (no --base)"
-    elif base is None:
-        limit = f"Pulumi.{args.stack}.yaml absent at {args.base}: step limit from the stack file"
-    else:
-        limit = f"step limit and previous Ascend image from {args.base}"
+    first = f"; Pulumi.{args.stack}.yaml absent at the base: a first deploy"
+    changes = len(answer["envelope"])
+    envelope = f"{changes} envelope change{'s' * (changes != 1)}" + (
+        " (owner-approved)" if args.owner_approved and changes else ""
+    )
     if args.output is None:
         sys.stdout.write(text)
     else:
-        print(f"wrote {args.output}: previous weight {shown} ({origin}); {limit}", file=sys.stderr)
+        print(
+            f"wrote {args.output}: previous weight {shown} ({origin}); facts from the base "
+            f"({where}){first if answer['firstDeploy'] else ''}; {envelope}",
+            file=sys.stderr,
+        )
     return 0

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
-from components.settings import load_settings
 from dualstack.commands.machine import (
     add_json_file_argument,
     add_output_argument,
@@ -18,14 +18,18 @@ from dualstack.commands.machine import (
 from dualstack.commands.output_paths import check_output_file
 from dualstack.commands.stacks import add_stack_argument, every_stack
 from dualstack.errors import EXIT_FAILED, EXIT_OK, UsageError
-from dualstack.offline.preview import build_preview, format_preview
-from dualstack.offline.preview_data import preview_data
+from dualstack.offline.judge_client import base_judge, resolve_base
 from dualstack.repo.baseref import default_base
 from dualstack.repo.stack_config import find_root, load_stack_config
+
+# The program (pulumi, pulumi-kubernetes) and the preview are imported only once the base's
+# judge has started, so the base renders while this process loads and renders the head.
 
 
 def next_step(root: Path, stack: str, overrides: list[str]) -> int:
     """The ladder step above the stack's weight; UsageError when it is already at the top."""
+    from components.settings import load_settings
+
     settings = load_settings(load_stack_config(root, stack, overrides))
     if settings.next_step is None:
         raise UsageError(f"stack {stack} is at {settings.ascend_weight}%: no ladder step left")
@@ -37,19 +41,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "preview",
         help="what a migration step changes, against a git base (offline)",
-        description="Render the stack from the working tree and from BASE's config, run the "
-        "policy pack over the head (previous weight = BASE's), then print the weight move, the "
-        "replica move, each policy's result, each object's change and a unified diff. Without "
-        "-s, every stack is previewed. Exit 0 ok, 1 a mandatory policy is violated, 2 the "
-        "preview could not be built.",
+        description="Render the stack from the working tree with this code, and have BASE's "
+        "own code judge it: BASE's render, facts (previous weight, step limit, capacity, "
+        "verified images, ...), envelope changes and policy pack. Prints the weight move, the "
+        "replica move, the safety-envelope changes, each policy's result, each object's change "
+        "and a unified diff. Without -s, every stack is previewed. Exit 0 ok, 1 a mandatory "
+        "policy is violated, 2 the preview could not be built or the base cannot judge (never "
+        "judged as a first deploy unless the stack file is absent at the base).",
     )
     add_stack_argument(parser, many=True)
     parser.add_argument(
         "--base",
         default=None,
         metavar="GIT_REF",
-        help="compare with the stack config at this ref (default: merge base with the "
-        "default branch; on that branch, HEAD)",
+        help="the base that judges: its code, pack and stack config (default: merge base with "
+        "the default branch; on that branch, HEAD)",
+    )
+    parser.add_argument(
+        "--head",
+        type=Path,
+        metavar="DIR",
+        help="run from a checkout of the base (-C): judge the head tree DIR, rendered by its "
+        "own code and read as data (the pipelines); excludes --base, --set and --next",
+    )
+    parser.add_argument(
+        "--owner-approved",
+        action="store_true",
+        help="the change carries the owners' approval (pipelines: from the code host's "
+        "review state only); an envelope change then passes if it moves no traffic",
     )
     parser.add_argument(
         "--set",
@@ -68,17 +87,46 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def _previews(args: argparse.Namespace, root: Path) -> list[Any]:
+    """One preview per stack, each judged by the base's code (started before the head renders)."""
+    if args.head is not None:
+        if args.base is not None or args.set or args.next:
+            raise UsageError("--head judges the head tree as it is: no --base, --set or --next")
+        from dualstack.offline.preview import build_preview_from_base
+
+        head = find_root(args.head)
+        return [
+            build_preview_from_base(root, stack, head, args.owner_approved)
+            for stack in every_stack(root, args.stack)
+        ]
+    ref = args.base if args.base is not None else default_base(root)
+    if ref is None:
+        from dualstack.offline.preview import require_base
+
+        require_base(ref)
+    base = resolve_base(root, ref)
+    previews = []
+    for stack in every_stack(root, args.stack):
+        with base_judge(root, base, stack) as base_code:
+            from dualstack.offline.preview import judged_preview
+
+            overrides = list(args.set)
+            if args.next:
+                overrides.append(f"ascendWeight={next_step(root, stack, overrides)}")
+            previews.append(
+                judged_preview(root, stack, base, base_code, overrides, args.owner_approved)
+            )
+    return previews
+
+
 def run(args: argparse.Namespace) -> int:
     """Run `dualstack preview`; returns the exit code (errors propagate to `cli.main`)."""
     root = find_root(Path(args.cwd) if args.cwd else None)
-    base = args.base if args.base is not None else default_base(root)
     check_output_file(args.json_file, "--json-file")
-    previews = []
-    for stack in every_stack(root, args.stack):
-        overrides = list(args.set)
-        if args.next:
-            overrides.append(f"ascendWeight={next_step(root, stack, overrides)}")
-        previews.append(build_preview(root, stack, base, overrides))
+    previews = _previews(args, root)
+    from dualstack.offline.preview import format_preview
+    from dualstack.offline.preview_data import preview_data
+
     for index, preview in enumerate(previews):
         if not wants_json(args):
             sys.stdout.write(("\n" if index else "") + format_preview(preview))

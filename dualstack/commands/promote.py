@@ -213,7 +213,8 @@ def _promote(
         print()  # after the gate table
     print(f"Set ascendWeight {settings.ascend_weight} -> {target}: {change.method}")
     title = promotion_title(change)
-    body = promotion_body(change, gate_markdown, reason, format_preview(preview))
+    envelope = [c.describe() for c in preview.envelope]
+    body = promotion_body(change, gate_markdown, reason, format_preview(preview), envelope)
     commit = None if plan is None else (plan, branch, original)
     result["commit"] = publish(args, root, commit, title, body, [_commit_note(report, reason)])
     result.update(result="promoted", pr={"title": title, "body": body})

@@ -25,6 +25,7 @@ from dualstack.errors import EXIT_ERROR, UsageError
 from dualstack.offline.policy_run import PolicyResult, blocking
 from dualstack.offline.preview import Side, build_preview, check_policies, format_preview
 from dualstack.offline.preview_data import policy_data, preview_data
+from dualstack.offline.protocol import JudgeError
 from dualstack.offline.render import RenderError, render
 from dualstack.offline.schemas import SchemaError
 from dualstack.repo.baseref import default_base
@@ -50,6 +51,18 @@ from dualstack.step.traffic_first import (
     write_weights,
 )
 from dualstack.step.weights import WeightChange, change_weight, restore_stack_file, rollback_target
+
+NO_PREVIEW = (
+    SettingsError,
+    RenderError,
+    SchemaError,
+    StackFileError,
+    JudgeError,
+    UsageError,
+    GitError,
+)
+"""What keeps a rollback's preview from being built (a base that cannot judge included): the
+rollback goes on without it, since a rollback is never blocked."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -156,7 +169,7 @@ def _rollback(args: argparse.Namespace, root: Path, plan: CommitPlan | None, res
     change = change_weight(root, args.stack, settings, target)
     try:
         preview = build_preview(root, args.stack, base)
-    except (SettingsError, RenderError, SchemaError, StackFileError) as exc:
+    except NO_PREVIEW as exc:
         preview, preview_text = None, f"(no preview: {str(exc).splitlines()[0]})"
     else:
         preview_text = format_preview(preview)
@@ -188,7 +201,8 @@ def _rollback(args: argparse.Namespace, root: Path, plan: CommitPlan | None, res
     title = rollback_title(change)
     notes = [f"Rollback, no gate: {settings.ascend_weight}% -> {target}%."]
     commit = None if plan is None else (plan, branch, original)
-    body = rollback_body(change, preview_text, how)
+    envelope = [c.describe() for c in preview.envelope] if preview is not None else None
+    body = rollback_body(change, preview_text, how, envelope)
     result.update(result="rolled-back", apply=how, carriedViolations=carried)
     result["commit"] = publish(args, root, commit, title, body, notes)
     result["pr"] = {"title": title, "body": body}
@@ -381,7 +395,7 @@ def _print_pr_text(
         change = WeightChange(plan.stack, plan.before, plan.after, "dualstack rollback --emergency")
         try:
             preview = build_preview(root, plan.stack, base)
-        except (SettingsError, RenderError, SchemaError, StackFileError) as exc:
+        except NO_PREVIEW as exc:
             preview, preview_text = None, f"(no preview: {str(exc).splitlines()[0]})"
         else:
             preview_text = format_preview(preview)
@@ -401,7 +415,8 @@ def _print_pr_text(
             f"  pulumi {shlex.join(up)}",
             f"Outcome: {'applied' if result.error is None else 'FAILED: ' + result.error}.",
         ]
-        bodies.append(rollback_body(change, preview_text, how))
+        envelope = [c.describe() for c in preview.envelope] if preview is not None else None
+        bodies.append(rollback_body(change, preview_text, how, envelope))
     title = "Emergency rollback: " + _moves(plans)
     body = f"Reason: {args.reason}\n\n" + "\n".join(bodies)
     print(f"--- PR title ---\n{title}\n--- PR body ---")

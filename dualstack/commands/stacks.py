@@ -13,7 +13,6 @@ import argparse
 from pathlib import Path
 
 from dualstack.errors import UsageError
-from dualstack.repo.stackfile import StackFileError
 
 
 def stack_names(root: Path) -> list[str]:
@@ -48,6 +47,8 @@ def one_stack(root: Path, given: str | None, verb: str) -> str:
     """
     if given is not None:  # an empty or bad name is the stack file reader's to refuse
         return given
+    from dualstack.repo.stackfile import StackFileError  # settings: pydantic, kept lazy
+
     names = stack_names(root)
     if len(names) == 1:
         return names[0]
@@ -63,6 +64,8 @@ def every_stack(root: Path, given: list[str] | None) -> list[str]:
 
     Raises StackFileError when the repo has no stack file.
     """
+    from dualstack.repo.stackfile import StackFileError  # settings: pydantic, kept lazy
+
     if given:
         return list(dict.fromkeys(given))
     names = stack_names(root)

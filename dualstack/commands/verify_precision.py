@@ -1,8 +1,10 @@
 """`dualstack verify-precision`: run the precision check for a stack and, on pass, record its
-Ascend image as `verifiedAscendImage` in `Pulumi.<stack>.yaml`.
+image pair in the verification history `verifiedImages` (and the Ascend image as
+`verifiedAscendImage`, the older single-image record) in `Pulumi.<stack>.yaml`.
 
-`verifiedAscendImage` is what the policy `precision-verified-before-promotion` compares with
-the served Ascend image; this command is the only writer. The check uses the stack's
+The verification history is the evidence policy `precision-verified-before-promotion` judges
+by, read from the BASE of every later change; this command, run by the verification job after
+the check passed, is its only writer (README: "Trust model"). The check uses the stack's
 `precisionCheck` settings (flags override them) and labels its result with the stack's
 images. Writing the file is the last step, after every line of output has been delivered:
 on a mismatch, an error or a closed output pipe nothing is written.
@@ -36,6 +38,7 @@ from dualstack.repo.stackfile import StackFileError, set_config_value, stack_pat
 from precision_check.options import flag
 
 KEY = "verifiedAscendImage"
+HISTORY_KEY = "verifiedImages"
 REPORT_FIELDS = ("json_report", "markdown_report")
 """Checker options naming a report file, checked before the run (`--json`, `--markdown`)."""
 FLOOR = 90.0
@@ -152,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: output closed (broken pipe); {KEY} unchanged", file=sys.stderr)
             return checker.EXIT_ERROR
     if code == checker.EXIT_PASS:
+        set_config_value(root, args.stack, HISTORY_KEY, result["verifiedImages"])
         set_config_value(root, args.stack, KEY, result["ascendImage"])
     return code
 
@@ -194,9 +198,26 @@ def _verify(args: argparse.Namespace, root: Path, result: dict[str, Any]) -> int
                 f"{file} changed during the check: ascend image is now {current.ascend.image}, "
                 f"checked {image}; {KEY} unchanged"
             )
+        if current.nvidia.image != settings.nvidia.image:
+            raise StackFileError(
+                f"{file} changed during the check: nvidia image is now {current.nvidia.image}, "
+                f"checked against {settings.nvidia.image}; {HISTORY_KEY} unchanged"
+            )
+        pair = {"nvidia": settings.nvidia.image, "ascend": image}
+        history = [p.as_fact() for p in current.verified_images]
+        known = pair in history
+        history += [] if known else [pair]
         previous = current.verified_ascend_image or "unset"
-        result.update(recorded=True, previousVerifiedImage=current.verified_ascend_image)
-        print(f"recording {KEY} = {image} in {file} (was {previous})")
+        result.update(
+            recorded=True,
+            previousVerifiedImage=current.verified_ascend_image,
+            verifiedImages=history,
+        )
+        print(
+            f"recording {KEY} = {image} in {file} (was {previous}); {HISTORY_KEY}: "
+            f"{settings.nvidia.image} + {image} "
+            f"{'already recorded' if known else f'added ({len(history)} pairs)'}"
+        )
         sys.stdout.flush()  # every line delivered before the file changes
     except BrokenPipeError:
         checker.discard_stdout()

@@ -337,22 +337,24 @@ def latency_criterion(
 
 
 def precision_criterion(settings: Settings, pushed: Reading) -> Criterion:
-    """PASS when the served Ascend image is `verifiedAscendImage` and no pushed result for
-    that image in the stack's namespace says otherwise. `pushed` is the min of
-    `precision_check_passed{ascend_image=, namespace=}` (the Job pushes `namespace` as a
-    grouping label); "no series" means nothing was pushed (the stack config alone decides)."""
+    """PASS when the served image pair is recorded as verified (`verifiedImages`, or the
+    Ascend image is `verifiedAscendImage`) and no pushed result for that image in the stack's
+    namespace says otherwise. `pushed` is the min of `precision_check_passed{ascend_image=,
+    namespace=}` (the Job pushes `namespace` as a grouping label); "no series" means nothing
+    was pushed (the stack config alone decides)."""
     image = settings.ascend.image
     verified = settings.verified_ascend_image
     status: Status
-    if verified != image:
+    matches = "verifiedAscendImage matches" if verified == image else "a verified pair records it"
+    if not settings.ascend_image_verified:
         status = "FAIL"
         detail = f"served {image} is not the verified image ({verified or 'none recorded'})"
     elif pushed.value is None and pushed.problem == "no series":
-        status, detail = "PASS", "verifiedAscendImage matches; no pushed result in Prometheus"
+        status, detail = "PASS", f"{matches}; no pushed result in Prometheus"
     elif pushed.value is None:
         status, detail = "NO_DATA", f"{PRECISION_PASSED}: {pushed.problem}"
     elif pushed.value == 1:
-        status, detail = "PASS", f"verifiedAscendImage matches and {PRECISION_PASSED} is 1"
+        status, detail = "PASS", f"{matches} and {PRECISION_PASSED} is 1"
     else:
         status = "FAIL"
         detail = f"the latest pushed {PRECISION_PASSED} for {image} is {pushed.value:g}"

@@ -1,25 +1,27 @@
-"""The policy pack's config: built from a stack's settings and the deployed Ascend weight.
+"""The policy pack's config: the facts every policy compares against, taken from the BASE.
 
 A policy sees only the new inputs (REFERENCE.md, CrossGuard), so whatever it compares against
-comes through config. The same `pack_config()` feeds both paths:
+comes through config. `pack_config()` builds it in the BASE's code (`dualstack.offline.judge`:
+`dualstack preview`, `dualstack policy-config`), for both paths:
 
-- online: `dualstack policy-config --stack prod --from-stack-output -o policy-config.json`, then
-  `pulumi preview --policy-pack policies --policy-pack-config policy-config.json`; the
-  previous weight is the DEPLOYED one (`pulumi stack output ascendWeight`), which beats git
-  history (reverts and skipped deploys make history unreliable);
+- online: `dualstack policy-config ... -o policy-config.json`, then `pulumi preview
+  --policy-pack base-checkout/policies --policy-pack-config policy-config.json`; the previous
+  weight is the DEPLOYED one (`pulumi stack output ascendWeight`), which beats git history;
 - offline: `dualstack preview --base REF` with the weight of the stack config at REF.
 
-What the change under review must not decide for itself comes from the BASE stack config (the
-config at `--base REF`, online and offline): the step limit of `no-unsafe-weight-jump`
-(`ladder`, `maxStep`) and the deployed Ascend image (`previousAscendImage`, which tells a
-rollback from an image change). Without a base they fall back to the head's config (ladder,
-maxStep) or stay absent (previousAscendImage: every weight > 0 then needs the precision check).
-The BASE's rendered objects give `previousPodTemplates` (`template_facts`): which Deployments
-only scale, so `pool-capacity` counts no rollout surge for them; absent, every one surges.
+A pull request never judges itself: the step limit (`ladder`, `maxStep`), the capacity and
+pool facts, the accelerator resources, the allowed driver paths, the release tag pattern, the
+deployed images and the verification history all come from the BASE stack config. The head's
+own values count only where the owners approved the envelope change that brings them
+(`owner_approved`), and never for the evidence (`verifiedImages`, always the base's). On a
+first deploy (no stack file at the base) the head's values are all there is, and nothing is
+verified yet. The BASE's rendered objects give `previousPodTemplates` (`template_facts`):
+which Deployments only scale, so `pool-capacity` counts no rollout surge for them; absent,
+every one surges.
 
 The file's shape is Pulumi's `--policy-pack-config` format: `{"<policy>": {"<key>": value}}`,
 each policy getting only the keys its `PolicyConfigSchema` declares, plus `enforcementLevel`
-for the policies whose level a setting chooses (`ENFORCEMENT`), also taken from the base.
+for the policies whose level a setting chooses (`ENFORCEMENT`), also the judged settings'.
 """
 
 from __future__ import annotations
@@ -31,25 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from components.naming import POOL_LABEL
-from components.settings import HARDWARE, TOTAL_WEIGHT, Settings, SettingsError, load_settings
-from dualstack.repo.stackfile import StackFileError, read_config_at
+from components.settings import HARDWARE, TOTAL_WEIGHT, Settings
+from dualstack.offline.envelope import EnvelopeChange
 from policies import POLICIES
 
 NOT_FROM_SETTINGS = frozenset({"verifiedAscendImage"})
-"""Schema keys `pack_config` leaves out on purpose: the program records the verified image as
-the Ascend Deployment's annotation `dualstack.io/verified-ascend-image`, one source for both
-paths; the key stays available to override it by hand."""
-
-
-FROM_BASE = {"no-unsafe-weight-jump": frozenset({"ladder", "maxStep"})}
-"""Per policy, the config keys taken from the BASE settings when there is a base: the step
-limit is the deployed config's, so a change cannot widen its own step by editing the ladder or
-`policy.maxStep` in the stack file it brings."""
-
-ALWAYS_FROM_BASE = frozenset({"testerPinning"})
-"""Config keys every policy takes from the BASE settings when there is a base: the tester-pin
-header and values, which decide which rules the Ascend share leaves out (`policies.pins`); a
-change cannot declare its own catch-all route a pin."""
+"""Schema keys `pack_config` leaves out on purpose: policy config `verifiedAscendImage` adds one
+verified Ascend image by hand; the judge writes the base's record as `verifiedImages`."""
 
 
 ENFORCEMENT = {
@@ -58,9 +48,9 @@ ENFORCEMENT = {
     ),
 }
 """Per policy, its enforcement level as the stack's settings choose it
-(`security.requireImageDigests`). Taken from the BASE settings when there is a base, so a
-change cannot relax the rule it is judged by; a change that turns it on applies from the next
-change on."""
+(`security.requireImageDigests`). Taken from the judged settings (the BASE's unless the
+owners approved), so a change cannot relax the rule it is judged by; a change that turns it on
+applies from the next change on."""
 
 
 def settings_facts(
@@ -68,14 +58,20 @@ def settings_facts(
 ) -> dict[str, Any]:
     """Every policy config value the stack's settings determine, by config key.
 
-    `base` is the BASE (deployed) stack's settings, None without one; it gives
-    `previousAscendImage`. Keys whose value is None are left out: `previousWeight` (first
-    deploy), `maxStep` (not set), `previousAscendImage` (no base).
+    `settings` gives the facts (the BASE's, or the head's on a first deploy or an approved
+    envelope change); `base` is the BASE (deployed) stack's settings, None on a first deploy:
+    it gives `previousAscendImage`, `previousImages` and `verifiedImages` (empty without a
+    base). Keys whose value is None are left out: `previousWeight` (first deploy), `maxStep`
+    (not set), the previous images (no base).
     """
     facts: dict[str, Any] = {
         "ladder": list(settings.ladder),
         "previousWeight": previous_weight,
         "previousAscendImage": base.ascend.image if base is not None else None,
+        "previousImages": (
+            {hw: base.hardware(hw).image for hw in HARDWARE} if base is not None else None
+        ),
+        "verifiedImages": base.verified_facts if base is not None else [],
         "maxStep": settings.policy.max_step,
         "tagPattern": settings.policy.release_tag_pattern,
         "nvidiaSubset": HARDWARE[0],
@@ -159,53 +155,36 @@ def pack_config(
     previous_weight: int | None,
     base: Settings | None = None,
     base_objects: Iterable[Mapping[str, Any]] | None = None,
+    envelope: Iterable[EnvelopeChange] | None = None,
+    owner_approved: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """The `--policy-pack-config` content for a stack: {policy name: {config key: value}}.
 
     `settings` is the head (the change judged); `previous_weight` the deployed Ascend weight in
     % (None on a first deploy, when only 0 or the first ladder step may be deployed); `base`
-    the BASE stack's settings (None without a base), which give the keys in `FROM_BASE`,
-    `previousAscendImage` and the levels in `ENFORCEMENT`; `base_objects` the BASE's rendered
-    objects (None: unknown), which give `previousPodTemplates` (`template_facts`).
+    the BASE stack's settings (None on a first deploy), whose facts (and the levels in
+    `ENFORCEMENT`) are the judged ones unless `owner_approved`; `base_objects` the BASE's
+    rendered objects (None: unknown), which give `previousPodTemplates` (`template_facts`);
+    `envelope` the changes of the safety envelope (None: not computed, so policy
+    `safety-envelope-unchanged` fails closed); `owner_approved` whether the code host reports
+    the owners' approval.
     """
-    facts = settings_facts(settings, previous_weight, base)
+    judged = settings if base is None or owner_approved else base
+    facts = settings_facts(judged, previous_weight, base)
+    if envelope is not None:
+        facts["envelopeChanges"] = [change.as_fact() for change in envelope]
+    facts["ownerApproved"] = owner_approved
     if base_objects is not None:
         facts["previousPodTemplates"] = template_facts(base_objects)
-    base_facts = settings_facts(base, previous_weight, base) if base is not None else facts
     config: dict[str, dict[str, Any]] = {}
     for policy in POLICIES:
         keys = policy.config_schema.properties if policy.config_schema else {}
-        from_base = FROM_BASE.get(policy.name, frozenset()) | ALWAYS_FROM_BASE
-        values = {}
-        for key in keys:
-            source = base_facts if key in from_base else facts
-            if key in source:
-                values[key] = source[key]
+        values = {key: facts[key] for key in keys if key in facts}
         if level := ENFORCEMENT.get(policy.name):
-            values["enforcementLevel"] = level(base if base is not None else settings)
+            values["enforcementLevel"] = level(judged)
         if values:
             config[policy.name] = values
     return config
-
-
-def base_settings_at(root: Path, stack: str, ref: str) -> Settings | None:
-    """The settings of `Pulumi.<stack>.yaml` at git `ref` (the base); None when the file did
-    not exist there (a new stack: nothing to take the step limit from).
-
-    Raises StackFileError when `ref` is not a commit, the file does not parse, or its config
-    no longer validates (fail closed: no config is written rather than one built from the
-    head's own step limit).
-    """
-    config = read_config_at(root, stack, ref)
-    if config is None:
-        return None
-    try:
-        return load_settings(config)
-    except SettingsError as exc:
-        raise StackFileError(
-            f"Pulumi.{stack}.yaml at {ref} (--base) does not validate, so it cannot give the "
-            f"step limit: {str(exc).splitlines()[0]}"
-        ) from None
 
 
 def write_config(config: dict[str, Any], output: Path | None) -> str:

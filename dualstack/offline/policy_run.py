@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from inspect import isawaitable
 from typing import Any, Literal, NamedTuple
 
@@ -39,33 +38,14 @@ from pulumi_policy.policy import _NotApplicableError  # what `args.not_applicabl
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
 from components.settings import PROJECT
+from dualstack.offline.policy_results import Outcome, PolicyResult, blocking
+from dualstack.offline.policy_results import report_lines as _report_lines
 from policies import PACK_NAME, POLICIES
 from policies.common import describe
 
-Outcome = Literal["pass", "violation", "advisory", "disabled"]
+__all__ = ["PolicyResult", "blocking", "report_lines", "run_policies"]
+
 BLOCKING_LEVELS = (EnforcementLevel.MANDATORY, EnforcementLevel.REMEDIATE)
-
-
-@dataclass(frozen=True)
-class PolicyResult:
-    """One line of the policy report.
-
-    `outcome` is `pass` (nothing found, or not applicable: see `message`), `violation` (found
-    under a mandatory level: blocks), `advisory` (found under an advisory level: warns) or
-    `disabled` (turned off by config). `resource` names the object (`VirtualService
-    inference/inference-vs`) or is None for a stack-wide finding.
-    """
-
-    policy: str
-    enforcement: str
-    outcome: Outcome
-    message: str = ""
-    resource: str | None = None
-
-    @property
-    def blocking(self) -> bool:
-        """True for a mandatory violation: `dualstack preview` exits 1."""
-        return self.outcome == "violation"
 
 
 def engine_value(value: Any) -> Any:
@@ -219,37 +199,6 @@ def run_policies(
     return [result for p in policies for result in run_policy(p, resources, config, labels)]
 
 
-def blocking(results: Iterable[PolicyResult]) -> list[PolicyResult]:
-    """The mandatory violations among `results`."""
-    return [r for r in results if r.blocking]
-
-
-_MARK = {"violation": "FAIL", "advisory": "WARN", "pass": "ok", "disabled": "off"}
-
-
 def report_lines(results: Sequence[PolicyResult], context: str = "") -> list[str]:
-    """The policy section of a report: a summary line, then failures, warnings, passes.
-
-    `Policies (dualstack-migration, previous weight 5%): 1 violation, 1 advisory, 7 passed`
-    then one line per result, e.g.
-    `  FAIL no-unsafe-weight-jump [mandatory] VirtualService inference/inference-vs raises...`.
-    """
-    counts = {o: sum(1 for r in results if r.outcome == o) for o in _MARK}
-    checked = {r.policy for r in results}
-    passed = sum(
-        1 for name in checked if all(r.outcome == "pass" for r in results if r.policy == name)
-    )
-    summary = [
-        f"{counts['violation']} violation{'s' * (counts['violation'] != 1)}",
-        f"{counts['advisory']} advisor{'ies' if counts['advisory'] != 1 else 'y'}",
-        f"{passed} of {len(checked)} policies passed",
-    ]
-    if counts["disabled"]:
-        summary.append(f"{counts['disabled']} disabled")
-    where = f"{PACK_NAME}, {context}" if context else PACK_NAME
-    lines = [f"Policies ({where}): {', '.join(summary)}"]
-    for outcome in ("violation", "advisory", "disabled", "pass"):
-        for r in (r for r in results if r.outcome == outcome):
-            text = f"  {_MARK[outcome]:<4} {r.policy} [{r.enforcement}]"
-            lines.append(f"{text}: {r.message}" if r.message else text)
-    return lines
+    """`dualstack.offline.policy_results.report_lines` for this pack."""
+    return _report_lines(results, context, PACK_NAME)

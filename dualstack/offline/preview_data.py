@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from components.settings import HARDWARE
+from components.settings.evidence import pair_verified
 from components.workloads import replicas_for
-from dualstack.offline.policy_run import PolicyResult
+from dualstack.offline.policy_results import PolicyResult
 from dualstack.offline.preview import Preview
 
 
@@ -24,11 +25,13 @@ def policy_data(result: PolicyResult) -> dict[str, Any]:
 
 
 def preview_data(preview: Preview) -> dict[str, Any]:
-    """The preview of one stack: weights, replicas, image, base, policies, object changes and
-    the unified diff. `previousWeight` is null without a base (judged as a first deploy);
+    """The preview of one stack: weights, replicas, image, base, the safety-envelope changes,
+    policies, object changes and the unified diff. `previousWeight` is null on a first deploy
+    (no stack file at the base); `ascendImageVerified` is the BASE's record of the served pair;
     `changes[].change` is create, update or delete."""
     head = preview.head.settings
-    base = preview.base.settings if preview.base else None
+    base = preview.base
+    verified = base.verified if base is not None else []
     return {
         "stack": preview.stack,
         "passed": not preview.violations,
@@ -38,15 +41,18 @@ def preview_data(preview: Preview) -> dict[str, Any]:
         "nextStep": head.next_step,
         "replicas": {
             hw: {
-                "before": replicas_for(base, hw) if base is not None else None,
+                "before": base.replicas.get(hw) if base is not None else None,
                 "after": replicas_for(head, hw),
             }
             for hw in HARDWARE
         },
         "ascendImage": head.ascend.image,
-        "ascendImageVerified": head.ascend_image_verified,
+        "ascendImageVerified": pair_verified(verified, head.nvidia.image, head.ascend.image),
         "base": preview.base_label,
         "baseNote": preview.base_note,
+        "judge": preview.judge_where,
+        "envelope": [change.as_fact() for change in preview.envelope],
+        "ownerApproved": preview.owner_approved,
         "policies": [policy_data(r) for r in preview.policy_results],
         "violations": sorted({r.policy for r in preview.violations}),
         "objects": len(preview.head.objects),

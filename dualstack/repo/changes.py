@@ -25,18 +25,25 @@ PROGRAM_PATHS = (
     "precision_check/",
     "dualstack/",
     "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
     "requirements.lock",
     "requirements-dev.lock",
     "Makefile",
     ".ci/",
     ".github/",
     ".gitlab-ci.yml",
+    ".gitlab/",
+    "CODEOWNERS",
+    "docs/CODEOWNERS",
 )
 """Files and folders (ending in `/`) whose change touches every stack: everything that changes
 what a stack deploys or how it is judged. The program (`__main__.py`, `components/`,
 `Pulumi.yaml`), the in-cluster checker (`precision_check/`: the Job's name hashes its source),
-the policy pack, the CLI that renders, previews and gates (`dualstack/`), the pinned
-dependencies, and the pipelines that run them."""
+the policy pack, the CLI that renders, previews and gates (`dualstack/`), the dependency and
+build files, the pipelines that run them, and who owns all that (`.github/CODEOWNERS`,
+`.gitlab/CODEOWNERS` and the other places GitLab looks). Each is part of the safety envelope
+(`dualstack.offline.envelope`), and `.github/CODEOWNERS` / `.gitlab/CODEOWNERS` cover each."""
 
 PRODUCTION = re.compile(r"^(prod|production)([-_.].*)?$")
 """Stack names deployed last: `prod`, `production`, `prod-eu`, `production_2`."""

@@ -9,10 +9,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from components.settings import PROJECT
-from components.settings.scalars import shown
 from dualstack.errors import UsageError
-from dualstack.repo.stackfile import read_config
+
+# components.settings (pydantic) is imported where it is used, not here: `find_root` must stay
+# cheap, since `dualstack preview` starts the base's judge before loading anything heavy.
 
 
 def find_root(start: Path | None = None) -> Path:
@@ -35,6 +35,8 @@ def _value(text: str, nested: bool) -> Any:
     set` stores it: a string at the top level; under a path (`nested`) `true` / `false` a
     boolean and decimal digits an integer, everything else a string
     (pulumi.com/docs/iac/cli/commands/pulumi_config_set)."""
+    from components.settings.scalars import shown
+
     if text[:1] and text[0] in "[{":
         try:
             return json.loads(text)
@@ -57,6 +59,9 @@ def apply_overrides(config: dict[str, Any], assignments: Iterable[str]) -> dict[
     (`ascend.pool.nodes=["a-1"]`).
     Raises UsageError on an assignment without `=`, an empty key or malformed JSON.
     """
+    from components.settings import PROJECT
+    from components.settings.scalars import shown
+
     result = copy.deepcopy(config)
     for assignment in assignments:
         key, sep, text = assignment.partition("=")
@@ -91,4 +96,6 @@ def apply_overrides(config: dict[str, Any], assignments: Iterable[str]) -> dict[
 
 def load_stack_config(root: Path, stack: str, overrides: Iterable[str] = ()) -> dict[str, Any]:
     """`Pulumi.<stack>.yaml`'s config with `--set` overrides applied."""
+    from dualstack.repo.stackfile import read_config
+
     return apply_overrides(read_config(root, stack), overrides)

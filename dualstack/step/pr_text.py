@@ -59,11 +59,29 @@ def _preview_section(preview_text: str) -> list[str]:
     return ["### Offline preview", "", "```text", preview_text.rstrip("\n"), "```"]
 
 
+def envelope_section(changes: list[str]) -> list[str]:
+    """`### Safety envelope`: each change `fact: before -> after` (README "Trust model"), or
+    that the PR is a migration step only."""
+    if not changes:
+        return ["### Safety envelope", "", "Unchanged: this is a migration step only.", ""]
+    return [
+        "### Safety envelope",
+        "",
+        'Besides the step, this pull request changes the safety envelope (README "Trust '
+        "model\"): it needs the owners' approval unless it lowers the weight, and approved it "
+        "may not raise a weight or change an image:",
+        "",
+        *(f"- `{change}`" for change in changes),
+        "",
+    ]
+
+
 def promotion_body(
     change: WeightChange,
     gate_markdown: str | None,
     skip_reason: str | None,
     preview_text: str,
+    envelope: list[str] | None = None,
 ) -> str:
     """The PR body of a promotion. Exactly one of `gate_markdown` / `skip_reason` is given."""
     stack, before = change.stack, change.before.ascend_weight
@@ -86,7 +104,9 @@ def promotion_body(
         ]
     else:
         lines.append((gate_markdown or "").rstrip("\n"))
-    lines += ["", *_preview_section(preview_text), ""]
+    lines += [""]
+    lines += envelope_section(envelope) if envelope is not None else []
+    lines += [*_preview_section(preview_text), ""]
     lines += [
         "### Undo",
         "",
@@ -97,7 +117,9 @@ def promotion_body(
     return "\n".join(lines) + "\n"
 
 
-def rollback_body(change: WeightChange, preview_text: str, how: list[str]) -> str:
+def rollback_body(
+    change: WeightChange, preview_text: str, how: list[str], envelope: list[str] | None = None
+) -> str:
     """The PR body of a rollback: the move, how it is applied fast, and the preview."""
     lines = [
         f"## {rollback_title(change)}",
@@ -113,6 +135,7 @@ def rollback_body(change: WeightChange, preview_text: str, how: list[str]) -> st
         *(line.removeprefix("  ") if line.startswith("  ") else f"# {line}" for line in how),
         "```",
         "",
+        *(envelope_section(envelope) if envelope is not None else []),
         *_preview_section(preview_text),
     ]
     return "\n".join(lines) + "\n"

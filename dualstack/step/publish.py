@@ -21,11 +21,12 @@ from pathlib import Path
 from components.settings import PROJECT
 from dualstack.repo.baseref import DEFAULT_BRANCH_CANDIDATES
 from dualstack.repo.git import GitError, git, git_or_none
-from dualstack.repo.stackfile import StackFileError, read_config, read_config_at, set_config_value
+from dualstack.repo.stackfile import StackFileError, read_config, read_config_at
 
-CARRIED_KEY = "verifiedAscendImage"
-"""The one uncommitted stack-file change `--commit` carries into its commit: what
-`dualstack verify-precision` writes just before a promotion (README: "Precision check")."""
+EVIDENCE_KEYS = ("verifiedAscendImage", "verifiedImages")
+"""What `dualstack verify-precision` writes: evidence, which lands through its own pull request
+(the verification job's, approved by the owners), never inside a step (README: "Trust
+model")."""
 
 
 MAX_BRANCH_SUFFIX = 99
@@ -37,14 +38,12 @@ class CommitPlan:
     """Where `--commit` branches from and what it carries.
 
     `base`: the default branch's ref (`origin/main`, ...); `base_sha`: its commit;
-    `in_place`: HEAD is that commit, so the user's working tree is used; `carried_image`: an
-    uncommitted `verifiedAscendImage` to commit along with the step, or None.
+    `in_place`: HEAD is that commit, so the user's working tree is used.
     """
 
     base: str
     base_sha: str
     in_place: bool
-    carried_image: str | None = None
 
 
 def branch_exists(root: Path, branch: str) -> bool:
@@ -80,35 +79,40 @@ def check_identity(root: Path) -> None:
             ) from None
 
 
-def _carried_image(root: Path, path: Path, stack: str) -> str | None:
-    """None when `path` has no uncommitted change; the new `verifiedAscendImage` when that is
-    its only change against HEAD. Raises GitError for any other change."""
+def check_clean_stack_file(root: Path, path: Path, stack: str) -> None:
+    """Raise GitError when `path` has uncommitted changes; an uncommitted verification record
+    (`EVIDENCE_KEYS`) gets its own explanation: it never rides along with a step."""
     if not git(root, "status", "--porcelain", "--", path.name).strip():
-        return None
+        return
     dirty = GitError(f"{path.name} has uncommitted changes; commit or stash them first")
     try:
         now, head = read_config(root, stack), read_config_at(root, stack, "HEAD")
     except StackFileError:
         raise dirty from None
-    key = f"{PROJECT}:{CARRIED_KEY}"
+    evidence = {f"{PROJECT}:{key}" for key in EVIDENCE_KEYS}
     changed = {k for k in set(now) | set(head or {}) if now.get(k) != (head or {}).get(k)}
-    if head is None or changed != {key} or not isinstance(now.get(key), str):
-        raise dirty
-    return now[key]
+    if head is not None and changed and changed <= evidence:
+        raise GitError(
+            f"{path.name} has an uncommitted verification record "
+            f"({', '.join(sorted(k.removeprefix(PROJECT + ':') for k in changed))}): evidence "
+            "lands through its own pull request (the verification job's, approved by the "
+            "owners), never with a step; commit it apart or stash it"
+        )
+    raise dirty
 
 
 def prepare_commit(root: Path, path: Path, stack: str) -> CommitPlan:
     """Before editing: `root` is a git work tree with a commit, git has an identity, the
-    default branch exists, and `path` has no uncommitted change but a `verifiedAscendImage`.
+    default branch exists, and `path` has no uncommitted change.
 
     Raises GitError naming the problem; changes nothing.
     """
     git(root, "rev-parse", "--is-inside-work-tree")
     head = git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}").strip()
     check_identity(root)
-    carried = _carried_image(root, path, stack)
+    check_clean_stack_file(root, path, stack)
     base, sha = default_branch(root)
-    return CommitPlan(base, sha, in_place=head == sha, carried_image=carried)
+    return CommitPlan(base, sha, in_place=head == sha)
 
 
 def choose_branch(root: Path, branch: str, free_name: bool = False) -> str:
@@ -133,8 +137,8 @@ def commit_workspace(root: Path, plan: CommitPlan | None, stack: str) -> Iterato
     """The project root to write and commit the step in.
 
     `root` itself when there is no plan (no `--commit`) or HEAD is the default branch's tip;
-    otherwise a temporary detached worktree at that tip (holding the carried
-    `verifiedAscendImage`, if any), removed on exit. Raises GitError when it cannot be made.
+    otherwise a temporary detached worktree at that tip, removed on exit. Raises GitError
+    when it cannot be made.
     """
     if plan is None or plan.in_place:
         yield root
@@ -143,10 +147,7 @@ def commit_workspace(root: Path, plan: CommitPlan | None, stack: str) -> Iterato
     tmp = Path(tempfile.mkdtemp(prefix="dualstack-commit-"))
     try:
         git(root, "worktree", "add", "-q", "--detach", str(tmp / "tree"), plan.base_sha)
-        work = tmp / "tree" / prefix
-        if plan.carried_image is not None:
-            set_config_value(work, stack, CARRIED_KEY, plan.carried_image)
-        yield work
+        yield tmp / "tree" / prefix
     finally:
         if (tmp / "tree").exists():
             with suppress(GitError):  # the folder goes below; `worktree prune` drops the record

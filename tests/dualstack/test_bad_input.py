@@ -438,7 +438,15 @@ WEIGHT_VALUES = ["false", "true", '" 20 "', '"+20"', '"020"', '"2_0"', "20.0", "
 WEIGHT_COMMANDS = {
     "status": ["status", "--stack", STACK],
     "rollback": ["rollback", "--stack", STACK],
-    "policy-config": ["policy-config", "--stack", STACK, "--previous-weight", "5"],
+    "policy-config": [
+        "policy-config",
+        "--stack",
+        STACK,
+        "--previous-weight",
+        "5",
+        "--base",
+        "HEAD",
+    ],
     "promote": ["promote", "--stack", STACK, "--skip-gate", "--reason", "test"],
     "preview": ["preview", "--stack", STACK],
     "gate": ["gate", "--stack", STACK, "--prometheus", "http://127.0.0.1:9"],
@@ -476,12 +484,30 @@ FLAG_CASES: list[tuple[list[str], str]] = [
     (["rollback", "--stack", STACK, "--to", "7"], "--to"),
     (["rollback", "--stack", STACK, "--to", "50"], "--to"),
     (["rollback", "--stack", STACK, "--to", "\u0660"], "--to"),
-    (["policy-config", "--stack", STACK, "--previous-weight", "+5"], "--previous-weight"),
-    (["policy-config", "--stack", STACK, "--previous-weight", "05"], "--previous-weight"),
-    (["policy-config", "--stack", STACK, "--previous-weight", "5.0"], "--previous-weight"),
-    (["policy-config", "--stack", STACK, "--previous-weight", "150"], "--previous-weight"),
-    (["policy-config", "--stack", STACK, "--previous-weight", "7"], "--previous-weight"),
-    (["policy-config", "--stack", STACK, "--previous-weight", "true"], "--previous-weight"),
+    (
+        ["policy-config", "--stack", STACK, "--base", "HEAD", "--previous-weight", "+5"],
+        "--previous-weight",
+    ),
+    (
+        ["policy-config", "--stack", STACK, "--base", "HEAD", "--previous-weight", "05"],
+        "--previous-weight",
+    ),
+    (
+        ["policy-config", "--stack", STACK, "--base", "HEAD", "--previous-weight", "5.0"],
+        "--previous-weight",
+    ),
+    (
+        ["policy-config", "--stack", STACK, "--base", "HEAD", "--previous-weight", "150"],
+        "--previous-weight",
+    ),
+    (
+        ["policy-config", "--stack", STACK, "--base", "HEAD", "--previous-weight", "7"],
+        "--previous-weight",
+    ),
+    (
+        ["policy-config", "--stack", STACK, "--base", "HEAD", "--previous-weight", "true"],
+        "--previous-weight",
+    ),
     (["ci", "rollback-targets", "--stack", STACK, "--deployed-weight", "+5"], "--deployed-weight"),
     (["ci", "rollback-targets", "--stack", STACK, "--deployed-weight", "5.0"], "--deployed-weight"),
     (["ci", "rollback-targets", "--stack", STACK, "--deployed-weight", "101"], "--deployed-weight"),
@@ -519,7 +545,10 @@ FLAG_CASES: list[tuple[list[str], str]] = [
     (["promote", "--stack", STACK, "--skip-gate"], "--reason"),
     (["promote", "--stack", STACK, "--reason", "why"], "--reason"),
     (["render", "--stack", STACK, "--output", f"Pulumi.{STACK}.yaml"], "--output"),
-    (["policy-config", "--stack", STACK, "--first-deploy", "-o", "no/such/dir/x.json"], "--output"),
+    (
+        ["policy-config", "--stack", STACK, "--base", "HEAD", "--first-deploy", "-o", "no/such/x"],
+        "--output",
+    ),
     (["rollback", "--stack", STACK, "--body-file", "no/such/dir/body.md"], "--body-file"),
     (["gate", "--stack", STACK, *PROM, "--markdown", "no/such/dir/gate.md"], "--markdown"),
     (
@@ -607,7 +636,7 @@ def test_bad_stack_file_is_refused(
         "render": ["render", "--stack", STACK],
         "status": ["status", "--stack", STACK],
         "rollback": ["rollback", "--stack", STACK],
-        "policy-config": ["policy-config", "--stack", STACK, "--first-deploy"],
+        "policy-config": ["policy-config", "--stack", STACK, "--first-deploy", "--base", "HEAD"],
         "preview": ["preview", "--stack", STACK],
         "promote": ["promote", "--stack", STACK, "--skip-gate", "--reason", "test"],
     }[command]

@@ -1,12 +1,16 @@
-"""Stand-ins for `pulumi`, `gh` and `curl`, for running the pipelines' shell steps
+"""Stand-ins for `pulumi`, `gh`, `curl` and `make`, for running the pipelines' shell steps
 (tests/pipeline_harness.py) in a throwaway GitOps repo.
 
 Every stub appends its argv as one JSON line to `$STUB_LOG`; `dualstack` logs too, then runs
-the real command (`preview`, `policy-config`, `rollback`, `ci`, and `gate` against the real
-Prometheus the test passes as the pipeline's PROMETHEUS_URL). Behaviour is steered by
-environment variables:
+the real command (`preview`, `policy-config`, `rollback`, `verify-precision`, `ci`, and `gate`
+against the real Prometheus the test passes as the pipeline's PROMETHEUS_URL). `make -C
+base-checkout venv` installs the BASE's `dualstack` as `base-checkout/.venv/bin/dualstack`,
+which logs as `judge` (with the commit its checkout is at) and runs the real CLI with the
+checkout first on PYTHONPATH. Behaviour is steered by environment variables:
 - `DEPLOYED_<stack>`: the deployed ascendWeight (`pulumi stack output`); unset = first deploy.
 - `PULUMI_PREVIEW_RC_<stack>`, `UP_RC_<stack>`: exit codes.
+- `REVIEW_DECISION`: what `gh pr view --json reviewDecision` answers (e.g. APPROVED);
+  `MERGED_PR`: the pull request `gh api .../commits/SHA/pulls` names.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import REPO, copy_stack_files, git
+from tests.conftest import REPO, copy_code, copy_stack_files, git
 
 COMMON = f"""#!{sys.executable}
 import json, os, pathlib, re, sys
@@ -32,7 +36,7 @@ def rc(name):
 """
 
 DUALSTACK = """
-REAL = ("preview", "policy-config", "rollback", "gate")
+REAL = ("preview", "policy-config", "rollback", "gate", "verify-precision")
 if argv[:1] != ["ci"]:
     log("dualstack")
 if argv and (argv[0] == "ci" or argv[0] in REAL):
@@ -64,6 +68,37 @@ LOG_ONLY = """
 log(os.path.basename(sys.argv[0]))
 """
 
+GH = """
+log("gh")
+if argv[:2] == ["pr", "view"]:
+    print(os.environ.get("REVIEW_DECISION", ""))
+elif argv[:1] == ["api"] and argv[1].endswith("/pulls"):
+    print(os.environ.get("MERGED_PR", ""))
+"""
+
+MAKE = """
+log("make")
+if argv != ["-C", "base-checkout", "venv"]:
+    sys.exit(f"stub make: unexpected {argv}")
+bin_dir = pathlib.Path("base-checkout", ".venv", "bin")
+bin_dir.mkdir(parents=True, exist_ok=True)
+judge = bin_dir / "dualstack"
+judge.write_text(pathlib.Path(os.environ["STUB_BIN"], "judge").read_text())
+judge.chmod(0o755)
+"""
+
+JUDGE = """
+import subprocess
+checkout = pathlib.Path(sys.argv[0]).resolve().parents[2]
+commit = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"],
+                        capture_output=True, text=True).stdout.strip()
+with open(os.environ["STUB_LOG"], "a", encoding="utf-8") as out:
+    out.write(json.dumps(["judge", *argv]) + "\\n")
+    out.write(json.dumps(["judge-at", str(checkout), commit]) + "\\n")
+env = {**os.environ, "PYTHONPATH": str(checkout)}  # -P: not the job's cwd (the head) first,
+os.execve(sys.executable, [sys.executable, "-P", "-m", "dualstack", *argv], env)  # as in a venv
+"""
+
 
 def install_stubs(bin_dir: Path) -> None:
     """Write the stubs into `bin_dir` (to be put first on PATH)."""
@@ -71,15 +106,17 @@ def install_stubs(bin_dir: Path) -> None:
     for name, body in {
         "dualstack": DUALSTACK,
         "pulumi": PULUMI,
-        "gh": LOG_ONLY,
+        "gh": GH,
         "curl": LOG_ONLY,
+        "make": MAKE,
+        "judge": JUDGE,
     }.items():
         path = bin_dir / name
         path.write_text(COMMON + body, encoding="utf-8")
         path.chmod(0o755)
 
 
-def calls(log: Path, tools: tuple[str, ...] = ("dualstack", "pulumi")) -> list[list[str]]:
+def calls(log: Path, tools: tuple[str, ...] = ("judge", "dualstack", "pulumi")) -> list[list[str]]:
     """The logged argv lists of `tools`, in order."""
     if not log.exists():
         return []
@@ -87,8 +124,10 @@ def calls(log: Path, tools: tuple[str, ...] = ("dualstack", "pulumi")) -> list[l
     return [argv for argv in lines if argv[0] in tools]
 
 
-def make_gitops(tmp: Path) -> tuple[Path, Path]:
-    """A bare `origin` and a clone holding the fixture stack files and `.ci/record` on main.
+def make_gitops(tmp: Path, with_code: bool = True) -> tuple[Path, Path]:
+    """A bare `origin` and a clone holding the fixture stack files, `.ci/record` and this
+    tree's code on main (the base checkout judges with its own code, and a head can edit it;
+    `with_code=False` for a repo of stack files only).
 
     Returns (clone, origin). The clone's `origin/main` is the pushed main.
     """
@@ -99,7 +138,11 @@ def make_gitops(tmp: Path) -> tuple[Path, Path]:
     copy_stack_files(clone)
     (clone / ".ci").mkdir()
     shutil.copy(REPO / ".ci" / "record", clone / ".ci" / "record")
-    (clone / ".gitignore").write_text("reports/\nreport.md\n.harness/\npolicy-config.json\n")
+    (clone / ".gitignore").write_text(
+        "reports/\nreport.md\n.harness/\npolicy-config.json\n__pycache__/\n*.pyc\n"
+    )
+    if with_code:
+        copy_code(clone)
     git(clone, "init", "-q", "-b", "main")
     git(clone, "add", ".")
     git(clone, "commit", "-q", "-m", "initial stacks")

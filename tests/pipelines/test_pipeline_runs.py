@@ -5,6 +5,9 @@ GitHub jobs and GitLab jobs get the same scenarios and must make the same calls:
 preview always; with credentials the deployed weight, the policy-pack config and `pulumi
 preview --policy-pack`; with a Prometheus URL the gate; on the default branch `pulumi up`
 per changed stack in deploy order. The emergency rollback's runs: test_emergency_rollback.py.
+Every judging call (changed stacks, preview, policy config, the pack, the recorder, the
+report) runs from `base-checkout`, a checkout of the BASE (the target branch; on deploy the
+previous commit), with the head's tree passed as data (`--head`).
 """
 
 from __future__ import annotations
@@ -103,6 +106,29 @@ def failing_prometheus(tmp_path_factory) -> str:
         yield url
 
 
+PACK = ["--policy-pack", "base-checkout/policies"]
+
+
+def judged(log: Path) -> list[list[str]]:
+    """The calls of the judge (the base's `dualstack`), the head's `dualstack` and `pulumi`,
+    without the judge's `ci` helpers (changed stacks, report, approval)."""
+    return [argv for argv in calls(log) if argv[:2] != ["judge", "ci"]]
+
+
+def judge_commits(log: Path) -> set[str]:
+    """The commits the judge's checkout was at, over every judge call."""
+    if not log.exists():
+        return set()
+    lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    return {argv[2] for argv in lines if argv[0] == "judge-at"}
+
+
+def drop_base_checkout(repo: Path) -> None:
+    """What a fresh job would not have: the previous job's base checkout."""
+    if (repo / "base-checkout").exists():
+        git(repo, "worktree", "remove", "--force", "base-checkout")
+
+
 @pytest.fixture
 def gitops(tmp_path: Path) -> dict[str, Any]:
     """Repo clone, stub PATH and log; main has prod at 5 and staging at 20."""
@@ -113,6 +139,7 @@ def gitops(tmp_path: Path) -> dict[str, Any]:
         "PATH": os.pathsep.join([str(tmp_path / "bin"), "/usr/local/bin", "/usr/bin", "/bin"]),
         "HOME": str(tmp_path),
         "STUB_LOG": str(log),
+        "STUB_BIN": str(tmp_path / "bin"),
         "LANG": "C.UTF-8",
     }
     return {"repo": clone, "origin": origin, "log": log, "env": env}
@@ -138,7 +165,11 @@ def run_pr(platform: str, gitops: dict, token: str = "", prometheus: str = "", *
                 "ref": "refs/pull/7/merge",
                 "repository": "org/gitops",
                 "event": {
-                    "pull_request": {"number": 7, "head": {"repo": {"full_name": "org/gitops"}}},
+                    "pull_request": {
+                        "number": 7,
+                        "base": {"ref": "main"},
+                        "head": {"repo": {"full_name": "org/gitops"}},
+                    },
                     "repository": {"default_branch": "main"},
                 },
             },
@@ -168,44 +199,41 @@ PLATFORMS = ["github", "gitlab"]
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict, prometheus) -> None:
+    base = git(gitops["repo"], "rev-parse", "main").strip()
     pr_branch(gitops["repo"], prod=20)
     passed, report, _ = run_pr(platform, gitops, TOKEN, prometheus, DEPLOYED_prod="5")
     assert passed
     cfg = "reports/prod/policy-config.json"
-    assert calls(gitops["log"]) == [
+    head = str(gitops["repo"])
+    preview_json = ["--json-file", "reports/prod/offline-preview.json"]
+    assert judged(gitops["log"]) == [
         [
-            "dualstack",
+            "judge",
+            "-C",
+            "base-checkout",
             "preview",
             "--stack",
             "prod",
-            "--base",
-            "origin/main",
-            "--json-file",
-            "reports/prod/offline-preview.json",
+            "--head",
+            head,
+            *preview_json,
         ],
         ["pulumi", "stack", "output", "ascendWeight", "--stack", "prod"],
         [
-            "dualstack",
+            "judge",
+            "-C",
+            "base-checkout",
             "policy-config",
             "--stack",
             "prod",
             "--previous-weight",
             "5",
-            "--base",
-            "origin/main",
+            "--head",
+            head,
             "--output",
             cfg,
         ],
-        [
-            "pulumi",
-            "preview",
-            "--stack",
-            "prod",
-            "--policy-pack",
-            "policies",
-            "--policy-pack-config",
-            cfg,
-        ],
+        ["pulumi", "preview", "--stack", "prod", *PACK, "--policy-pack-config", cfg],
         [
             "dualstack",
             "gate",
@@ -219,8 +247,13 @@ def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict, prome
             "reports/prod/gate.json",
         ],
     ]
+    assert judge_commits(gitops["log"]) == {base}  # every judge ran from the base
+    assert ["judge", "ci", "report", "--dir", "reports", "--stacks", "prod"] in [
+        argv[:7] for argv in calls(gitops["log"])
+    ]
     pack_config = json.loads((gitops["repo"] / cfg).read_text())
     assert pack_config["no-unsafe-weight-jump"]["previousWeight"] == 5
+    assert pack_config["safety-envelope-unchanged"]["envelopeChanges"] == []
     assert "✅ passed" in report
     assert "| `prod` | ✅ pass | ✅ pass | ✅ pass | ✅ pass |" in report
     assert "Ascend weight: 5% -> 20%" in report
@@ -252,10 +285,11 @@ def test_pr_without_credentials_previews_offline_only(platform: str, gitops: dic
     pr_branch(gitops["repo"], prod=20, staging=50)
     passed, report, _ = run_pr(platform, gitops)
     assert passed, report
-    assert calls(gitops["log"]) == [
-        ["dualstack", "preview", "--stack", stack, "--base", "origin/main", "--json-file", json]
+    head = str(gitops["repo"])
+    preview = ["judge", "-C", "base-checkout", "preview", "--stack"]
+    assert judged(gitops["log"]) == [
+        [*preview, stack, "--head", head, "--json-file", f"reports/{stack}/offline-preview.json"]
         for stack in ("staging", "prod")
-        for json in [f"reports/{stack}/offline-preview.json"]
     ]
     assert calls(gitops["log"], ("curl",)) == []  # no CLI download without credentials
     assert "| `staging` | ✅ pass | ⏭️ skipped | ⏭️ skipped | ⏭️ skipped |" in report
@@ -289,13 +323,15 @@ def test_first_deploy_has_no_previous_weight(platform: str, gitops: dict) -> Non
     passed, _, _ = run_pr(platform, gitops, TOKEN)
     assert passed
     assert [
-        "dualstack",
+        "judge",
+        "-C",
+        "base-checkout",
         "policy-config",
         "--stack",
         "prod",
         "--first-deploy",
-        "--base",
-        "origin/main",
+        "--head",
+        str(gitops["repo"]),
         "--output",
         "reports/prod/policy-config.json",
     ] in calls(gitops["log"])
@@ -357,6 +393,7 @@ def run_up_github(gitops: dict, before: str, token: str, ref: str = "refs/heads/
             base,
             skip_steps=("Install",),
         )
+        drop_base_checkout(gitops["repo"])
         results.append((stack, all(r.rc == 0 for r in runs if r.ran)))
         if not results[-1][1]:
             break
@@ -382,6 +419,7 @@ def run_up_gitlab(gitops: dict, before: str, token: str, branch: str = "main", *
         if gitlab_rule(job, gitlab_variables(config, job, ci)) is None:
             continue
         done = run_gitlab_job(config, name, ci, gitops["repo"], {**gitops["env"], **env})
+        drop_base_checkout(gitops["repo"])
         results.append((name.removeprefix("up:"), done.returncode == 0))
         if done.returncode:
             break
@@ -392,7 +430,7 @@ def ups(log: Path) -> list[list[str]]:
     return [argv for argv in calls(log) if argv[:2] == ["pulumi", "up"]]
 
 
-UP = ["--policy-pack", "policies", "--policy-pack-config", "policy-config.json"]
+UP = [*PACK, "--policy-pack-config", "policy-config.json"]
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
@@ -413,15 +451,19 @@ def test_merge_ups_changed_stacks_staging_first(platform: str, gitops: dict) -> 
         ["pulumi", "up", "--yes", "--stack", "prod", *UP],
     ]
     assert [
-        "dualstack",
+        "judge",
+        "-C",
+        "base-checkout",
         "policy-config",
         "--stack",
         "prod",
-        "--previous-weight",
-        "5",
+        "--from-stack-output",
+        "--head",
+        str(repo),
         "--output",
         "policy-config.json",
     ] in calls(gitops["log"])
+    assert judge_commits(gitops["log"]) == {before}  # the previous commit judged the deploy
 
 
 TARGETED = ["--target-dependents", *UP]

@@ -149,20 +149,29 @@ def test_every_workflow_runs_bash_with_pipefail() -> None:
 
 def test_github_pr_runs_offline_preview_always_and_the_policy_pack() -> None:
     flow = workflow("pull-request.yml")
-    assert set(flow["on"]) == {"pull_request"}
-    steps = {step.get("name"): step for step in flow["jobs"]["preview"]["steps"]}
+    assert set(flow["on"]) == {"pull_request", "pull_request_review"}  # a review re-judges
+    preview = flow["jobs"]["preview"]
+    steps = {step.get("name"): step for step in preview["steps"]}
     offline = steps["Offline preview with the policies"]
     assert "if" not in offline
-    assert 'dualstack preview --stack "$stack" --base "$BASE"' in offline["run"]
-    assert flow["jobs"]["preview"]["env"]["BASE"] == "origin/${{ github.base_ref }}"
-    online = steps["Online preview with the policy pack"]["run"]
-    assert "pulumi stack output ascendWeight" in online
-    assert "dualstack policy-config" in online
+    assert '"$JUDGE" -C base-checkout preview' in offline["run"]
+    assert '--head "$PWD" "${approval[@]}"' in offline["run"]
+    assert preview["env"]["BASE"] == "origin/${{ github.event.pull_request.base.ref }}"
+    assert preview["env"]["JUDGE"] == "base-checkout/.venv/bin/dualstack"
+    assert preview["env"]["RECORD"] == "base-checkout/.ci/record"
+    assert "PULUMI_ACCESS_TOKEN" not in preview["env"]  # only the online step holds it
+    assert steps["Check out the base"]["run"] == 'git worktree add --detach base-checkout "$BASE"'
+    assert steps["Install the base"]["run"] == "make -C base-checkout venv"
+    online = steps["Online preview with the policy pack"]
+    assert online["env"]["PULUMI_ACCESS_TOKEN"] == "${{ secrets.PULUMI_ACCESS_TOKEN }}"
+    assert "pulumi stack output ascendWeight" in online["run"]
+    assert '"$JUDGE" -C base-checkout policy-config' in online["run"]
     assert re.search(
-        r"pulumi preview --stack \"\$stack\" \\\n\s+--policy-pack policies "
-        r"--policy-pack-config",
-        online,
+        r"pulumi preview --stack \"\$stack\" \\\n\s+--policy-pack base-checkout/policies ",
+        online["run"],
     )
+    assert '"$JUDGE" ci report' in steps["Report"]["run"]
+    assert "reviewDecision" in steps["Owners' approval (the review state)"]["run"]
     assert "make test" in flow["jobs"]["unit-tests"]["steps"][-1]["run"]
 
 
@@ -204,9 +213,12 @@ def test_github_up_uses_the_policy_pack() -> None:
         for line in re.findall(r"(?m)^\s*(pulumi up\b.*)$", joined):
             if "--target-dependents" in line:
                 assert '"${targets[@]}"' in line
-            assert "--policy-pack policies --policy-pack-config" in line, (name, line)
+            assert '--policy-pack "$PACK" --policy-pack-config' in line, (name, line)
             checked += 1
     assert checked == 2  # the deploy's targeted step on a decrease and its full up
+    up = workflow("deploy.yml")["jobs"]["up"]
+    assert up["env"]["PACK"] == "base-checkout/policies"  # the base's pack
+    assert up["env"]["BEFORE"] == "${{ github.event.before }}"
 
 
 def test_github_deploy_is_ordered_serial_and_locked_per_stack() -> None:
@@ -222,9 +234,29 @@ def test_github_deploy_is_ordered_serial_and_locked_per_stack() -> None:
     }
 
 
-def test_github_rollback_offers_every_stack() -> None:
+def test_github_rollback_and_verification_offer_every_stack() -> None:
     inputs = workflow("emergency-rollback.yml")["on"]["workflow_dispatch"]["inputs"]
     assert sorted(inputs["stack"]["options"]) == sorted([*STACKS, "all"])
+    inputs = workflow("verify-precision.yml")["on"]["workflow_dispatch"]["inputs"]
+    assert sorted(inputs["stack"]["options"]) == sorted(STACKS)
+
+
+def test_evidence_is_written_only_by_the_verification_jobs() -> None:
+    """`verify-precision` (the one writer of the verified pairs) runs in no other job."""
+    github = [
+        (path.name, job_id)
+        for path in WORKFLOWS.glob("*.yml")
+        for job_id, job in load_yaml(path)["jobs"].items()
+        if any("dualstack verify-precision" in step["run"] for step in run_steps(job))
+    ]
+    assert github == [("verify-precision.yml", "verify")]
+    config = gitlab()
+    found = sorted(n for n, job in jobs(config).items() if "verify-precision" in script(job))
+    assert found == sorted(f"verify:{s}" for s in STACKS)
+    for name in found:
+        job = jobs(config)[name]
+        assert gitlab_rule(job, gitlab_variables(config, job, MAIN)) == "manual"
+        assert gitlab_rule(job, gitlab_variables(config, job, MR)) is None
 
 
 # ------------------------------------------------------------------ GitLab rules
@@ -273,8 +305,9 @@ def test_gitlab_pipelines_per_event() -> None:
     config = gitlab()
     ups = {f"up:{s}" for s in STACKS}
     rollbacks = {f"rollback:{s}" for s in [*STACKS, "all", "warm-cache"]}
+    verifies = {f"verify:{s}" for s in STACKS}
     assert created(config, MR) == {"unit-tests", "preview"}
-    assert created(config, MAIN) == {"unit-tests", *ups, *rollbacks}
+    assert created(config, MAIN) == {"unit-tests", *ups, *rollbacks, *verifies}
     assert created(config, FEATURE) == set()  # the workflow rules create no pipeline
 
 
@@ -296,11 +329,18 @@ def test_gitlab_up_only_on_the_default_branch() -> None:
 
 
 def test_gitlab_preview_runs_offline_preview_and_the_policy_pack() -> None:
-    text = script(jobs(gitlab())["preview"])
-    assert 'dualstack preview --stack "$stack" --base "$BASE"' in text
+    job = jobs(gitlab())["preview"]
+    text = script(job)
+    assert 'git worktree add --detach base-checkout "$BASE"' in text
+    assert "make -C base-checkout venv" in text
+    assert '"$JUDGE" -C base-checkout preview' in text
+    assert '"$JUDGE" ci owner-approval' in text
     assert "pulumi stack output ascendWeight" in text
-    assert "dualstack policy-config" in text
-    assert "--policy-pack policies --policy-pack-config" in text
+    assert '"$JUDGE" -C base-checkout policy-config' in text
+    assert '--policy-pack "$PACK" --policy-pack-config' in text
+    assert '"$JUDGE" ci report' in text
+    assert job["variables"]["JUDGE"] == "base-checkout/.venv/bin/dualstack"
+    assert job["variables"]["PACK"] == "base-checkout/policies"
     assert gitlab()["preview"]["variables"]["BASE"] == "origin/$CI_MERGE_REQUEST_TARGET_BRANCH_NAME"
 
 
@@ -322,7 +362,9 @@ def test_gitlab_up_per_stack_in_deploy_order_with_a_lock() -> None:
             f"pulumi-{stack}"
         )  # the rollback's own group: test_emergency_rollback.py
         up = script(gitlab_job(config, f"up:{stack}"))
-        assert 'pulumi up --yes --stack "$STACK" --policy-pack policies' in up
+        assert 'pulumi up --yes --stack "$STACK" --policy-pack "$PACK"' in up
+        assert '"$JUDGE" -C base-checkout policy-config' in up
+        assert gitlab_job(config, f"up:{stack}")["variables"]["BASE"] == "$CI_COMMIT_BEFORE_SHA"
 
 
 def test_gitlab_rollback_is_manual_and_targeted() -> None:
@@ -385,6 +427,6 @@ def test_readme_pr_walkthrough_matches_the_pipelines_step_by_step() -> None:
     shared = [s for s in up_steps if s in gitlab_up]
     assert shared == [s for s in gitlab_up if s in up_steps]
     assert shared == [
-        "Policy-pack config from the deployed weight",
+        "Policy-pack config from the base and the deployed weight",
         "Move traffic first on a decrease",
     ]

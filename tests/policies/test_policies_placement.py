@@ -99,9 +99,23 @@ def test_plain_pod_tolerating_a_pool_fails():
 def test_missing_properties_are_no_violation():
     bare = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}}
     assert placement(bare) == []
+
+
+def test_a_pod_pinned_to_a_pool_must_request_its_accelerator():
+    """A resource the pool's nodes do not offer (a wrong `acceleratorResource`) keeps the pods
+    Pending, and `pool-capacity` would not count them."""
     nvidia = deployment("nvidia", 1, NVIDIA_IMAGE)
     del pod(nvidia)["containers"][0]["resources"]
-    assert placement(nvidia) == []
+    [message] = placement(nvidia)
+    assert message == (
+        "Deployment inference/inference-blue selects pool 'nvidia' but requests none of its "
+        "accelerators (nvidia.com/gpu); request them, or do not pin the pod to the pool"
+    )
+    unpinned = deployment("nvidia", 1, NVIDIA_IMAGE)
+    del pod(unpinned)["containers"][0]["resources"]
+    del pod(unpinned)["nodeSelector"]
+    pod(unpinned)["tolerations"] = []
+    assert placement(unpinned) == []
 
 
 def test_config_overrides_pools_and_label():

@@ -29,7 +29,13 @@ def images(objects, config=None):
     return stack_violations("image-pair-consistent", objects, config)
 
 
+BASE_VERIFIED = [{"nvidia": NVIDIA_IMAGE, "ascend": ASCEND_IMAGE}]
+"""The base's verification history in these tests (the judge writes it from the base)."""
+
+
 def precision(objects, config=None):
+    """The policy's messages, the base having verified the v1.2.3 pair unless `config` says."""
+    config = {"verifiedImages": BASE_VERIFIED, **(config or {})}
     return stack_violations("precision-verified-before-promotion", objects, config)
 
 
@@ -126,16 +132,26 @@ class TestPrecisionVerifiedBeforePromotion:
         set_image(stack, "ascend", NEW_ASCEND)
         [message] = precision(stack, {"previousWeight": 5})
         assert "raising the Ascend weight from 5% to 20%" in message
-        assert f"serves {NEW_ASCEND} to live traffic" in message
-        assert f"precision-verified image is {ASCEND_IMAGE}" in message
+        assert f"serves {NVIDIA_IMAGE} + {NEW_ASCEND} to live traffic" in message
+        assert f"the base's precision-verified pairs are {NVIDIA_IMAGE} + {ASCEND_IMAGE}" in (
+            message
+        )
         assert f"run the precision check for {NEW_ASCEND}" in message
         assert VERIFY in message
 
-    def test_raise_without_any_verified_image_fails(self):
+    def test_raise_without_any_verified_pair_fails(self):
+        [message] = precision(good_stack(20), {"previousWeight": 5, "verifiedImages": []})
+        assert "the base records no precision-verified image pair (verifiedImages)" in message
+        assert VERIFY in message
+
+    def test_the_head_s_annotation_is_not_evidence(self):
+        """The program's annotation is the head's own claim: without the base's record it
+        verifies nothing."""
         stack = good_stack(20)
-        del find(stack, "Deployment", "ascend")["metadata"]["annotations"]
+        set_image(stack, "ascend", NEW_ASCEND)
+        find(stack, "Deployment", "ascend")["metadata"]["annotations"] = {VERIFIED: NEW_ASCEND}
         [message] = precision(stack, {"previousWeight": 5})
-        assert "no Ascend image is precision-verified" in message and VERIFY in message
+        assert f"serves {NVIDIA_IMAGE} + {NEW_ASCEND} to live traffic" in message
 
     @pytest.mark.parametrize("weight", [5, 20, 100])
     def test_image_change_at_the_same_weight_fails(self, weight):
@@ -145,7 +161,8 @@ class TestPrecisionVerifiedBeforePromotion:
         [message] = precision(stack, {"previousWeight": weight})
         assert message.startswith(
             f"with the Ascend weight at {weight}%: Deployment inference/inference-green serves "
-            f"{NEW_ASCEND} to live traffic, but the precision-verified image is {ASCEND_IMAGE}"
+            f"{NVIDIA_IMAGE} + {NEW_ASCEND} to live traffic, but the base's precision-verified "
+            f"pairs are {NVIDIA_IMAGE} + {ASCEND_IMAGE}"
         )
         assert "or set the weight to 0 while the new image is checked" in message
 
@@ -154,14 +171,12 @@ class TestPrecisionVerifiedBeforePromotion:
 
     @pytest.mark.parametrize(("previous", "weight"), [(50, 20), (80, 0), (5, 0), (100, 80)])
     def test_rollback_never_needs_verification(self, previous, weight):
-        """A decrease keeping the deployed image is never blocked, even with an unverified
-        (or no) verified image."""
+        """A decrease keeping the deployed image is never blocked, even with no verified pair."""
         stack = good_stack(weight)
         set_image(stack, "ascend", NEW_ASCEND)
         config = {"previousWeight": previous, "previousAscendImage": NEW_ASCEND}
         assert precision(stack, config) == []
-        del find(stack, "Deployment", "ascend")["metadata"]["annotations"]
-        assert precision(stack, config) == []
+        assert precision(stack, {**config, "verifiedImages": []}) == []
 
     @pytest.mark.parametrize(("previous", "weight"), [(50, 20), (100, 80), (20, 5)])
     def test_decrease_with_a_new_image_needs_verification(self, previous, weight):
@@ -174,18 +189,38 @@ class TestPrecisionVerifiedBeforePromotion:
         assert message.startswith(
             f"lowering the Ascend weight from {previous}% to {weight}% while replacing the "
             f"deployed image {ASCEND_IMAGE}: Deployment inference/inference-green serves "
-            f"{NEW_ASCEND} to live traffic, but the precision-verified image is {ASCEND_IMAGE}"
+            f"{NVIDIA_IMAGE} + {NEW_ASCEND} to live traffic"
         )
         assert VERIFY in message
+
+    def test_a_rollback_to_an_earlier_verified_pair_passes(self):
+        """The history keeps every verified pair: back from v1.2.4 to v1.2.3 at 20 %."""
+        history = [*BASE_VERIFIED, {"nvidia": NEW_NVIDIA, "ascend": NEW_ASCEND}]
+        config = {"previousWeight": 20, "previousAscendImage": NEW_ASCEND}
+        assert precision(good_stack(20), {**config, "verifiedImages": history}) == []
+
+    def test_a_verified_ascend_image_with_another_nvidia_image_is_not_a_verified_pair(self):
+        stack = good_stack(20)
+        set_image(stack, "nvidia", NEW_NVIDIA)
+        [message] = precision(stack, {"previousWeight": 5})
+        assert f"serves {NEW_NVIDIA} + {ASCEND_IMAGE} to live traffic" in message
+
+    def test_the_single_image_record_accepts_any_nvidia_image(self):
+        stack = good_stack(20)
+        set_image(stack, "nvidia", NEW_NVIDIA)
+        config = {"previousWeight": 5, "verifiedImages": [], "verifiedAscendImage": ASCEND_IMAGE}
+        assert precision(stack, config) == []
 
     def test_decrease_to_a_new_verified_image_passes(self):
         stack = good_stack(20)
         set_image(stack, "ascend", NEW_ASCEND)
-        find(stack, "Deployment", "ascend")["metadata"]["annotations"][VERIFIED] = NEW_ASCEND
-        assert precision(stack, {"previousWeight": 50, "previousAscendImage": ASCEND_IMAGE}) == []
+        set_image(stack, "nvidia", NEW_NVIDIA)
+        history = [{"nvidia": NEW_NVIDIA, "ascend": NEW_ASCEND}]
+        config = {"previousWeight": 50, "previousAscendImage": ASCEND_IMAGE}
+        assert precision(stack, {**config, "verifiedImages": history}) == []
 
     def test_decrease_without_previous_image_fails_closed(self):
-        """No previousAscendImage: the image may have changed, so it must be the verified one."""
+        """No previousAscendImage: the image may have changed, so it must be a verified one."""
         stack = good_stack(20)
         set_image(stack, "ascend", NEW_ASCEND)
         [message] = precision(stack, {"previousWeight": 50})
@@ -193,7 +228,7 @@ class TestPrecisionVerifiedBeforePromotion:
             "lowering the Ascend weight from 50% to 20% with no previousAscendImage to show the "
             "image is the deployed one: "
         )
-        assert precision(good_stack(20), {"previousWeight": 50}) == []  # the verified image
+        assert precision(good_stack(20), {"previousWeight": 50}) == []  # the verified pair
 
     def test_decrease_to_zero_with_a_new_image_passes(self):
         stack = good_stack(0)
@@ -207,18 +242,22 @@ class TestPrecisionVerifiedBeforePromotion:
             [message] = precision(
                 stack, {"previousWeight": previous, "previousAscendImage": NEW_ASCEND}
             )
-            assert f"serves {NEW_ASCEND} to live traffic" in message
+            assert f"serves {NVIDIA_IMAGE} + {NEW_ASCEND} to live traffic" in message
 
     def test_bad_previous_image_fails_closed(self):
         [message] = precision(good_stack(20), {"previousWeight": 50, "previousAscendImage": 7})
         assert message.startswith("policy config previousAscendImage = 7.0 is not an image")
 
+    @pytest.mark.parametrize("bad", ["v1.2.3", [{"nvidia": "x"}], [7]])
+    def test_bad_verified_images_fail_closed(self, bad):
+        [message] = precision(good_stack(20), {"previousWeight": 5, "verifiedImages": bad})
+        assert message.startswith("policy config verifiedImages")
+
     @pytest.mark.parametrize("previous", [None, 0, 20])
     def test_weight_zero_never_needs_verification(self, previous):
         stack = good_stack(0)
         set_image(stack, "ascend", NEW_ASCEND)
-        del find(stack, "Deployment", "ascend")["metadata"]["annotations"]
-        config = {} if previous is None else {"previousWeight": previous}
+        config = {"verifiedImages": []} if previous is None else {"previousWeight": previous}
         assert precision(stack, config) == []
 
     def test_first_deploy_counts_as_a_raise_from_zero(self):
@@ -227,15 +266,6 @@ class TestPrecisionVerifiedBeforePromotion:
         [message] = precision(stack)
         assert "from 0% to 5%" in message
         assert precision(good_stack(0)) == []
-
-    def test_config_image_overrides_the_annotation(self):
-        stack = good_stack(20)
-        set_image(stack, "ascend", NEW_ASCEND)
-        assert precision(stack, {"previousWeight": 5, "verifiedAscendImage": NEW_ASCEND}) == []
-        find(stack, "Deployment", "ascend")["metadata"]["annotations"][VERIFIED] = NEW_ASCEND
-        set_image(stack, "ascend", ASCEND_IMAGE)
-        [message] = precision(stack, {"previousWeight": 5, "verifiedAscendImage": NEW_NVIDIA})
-        assert f"precision-verified image is {NEW_NVIDIA}" in message
 
     def test_bad_previous_weight_fails_closed(self):
         [message] = precision(good_stack(20), {"previousWeight": "five"})

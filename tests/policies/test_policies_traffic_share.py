@@ -17,6 +17,7 @@ from policies.traffic_share import ascend_shares
 from tests.support.policy_objects import (
     DIRECT_HOST,
     HOST,
+    JUDGED,
     NAMESPACE,
     direct_service,
     find,
@@ -32,7 +33,11 @@ SHARE_POLICIES = (
     "precision-verified-before-promotion",
 )
 """The policies that judge the Ascend share."""
-AT_5 = {"previousWeight": 5, "previousAscendImage": "registry/inference-service:v1.2.3-npu"}
+AT_5 = {
+    "previousWeight": 5,
+    "previousAscendImage": "registry/inference-service:v1.2.3-npu",
+    **JUDGED["precision-verified-before-promotion"],  # the base verified the served pair
+}
 
 
 def stack_at_5() -> list[dict]:
@@ -54,7 +59,7 @@ def all_violations(stack: list[dict], config: dict) -> dict[str, list[str]]:
     """Violations of every policy over `stack`, by policy (failing policies only)."""
     found = {}
     for policy in (*SHARE_POLICIES, "route-weights-valid"):
-        result = stack_violations(policy, stack, config)
+        result = stack_violations(policy, stack, {**JUDGED.get(policy, {}), **config})
         if result and result != "not applicable":
             found[policy] = result
     return found
@@ -137,7 +142,7 @@ class TestResolution:
     @pytest.mark.parametrize("weight", [0, 5, 20, 50, 80, 100])
     def test_host_and_subset_routes_pass_at_every_rung(self, weight):
         stack = good_stack(weight)
-        config = {"previousWeight": weight}
+        config = {"previousWeight": weight, **JUDGED["precision-verified-before-promotion"]}
         for policy in (*SHARE_POLICIES, "route-weights-valid"):
             assert stack_violations(policy, stack, config) == [], policy
         assert shares(stack).most == weight

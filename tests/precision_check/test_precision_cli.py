@@ -91,6 +91,9 @@ def test_verify_precision_records_the_image_on_pass_keeping_comments(stack_repo,
     assert changed == [
         f"-  {VERIFIED}: registry/inference-service:v1.2.3-npu",
         f"+  {VERIFIED}: {NEW_NPU}",
+        "+  dualstack-inference:verifiedImages:",
+        "+    - nvidia: registry/inference-service:v1.2.3-cuda",
+        f"+      ascend: {NEW_NPU}",
     ]
 
 

@@ -53,6 +53,14 @@ ROUTE_OBJECT = {
 """How policy messages name each router's route object."""
 PIN_HEADER = "x-dualstack-hardware"
 NOT_APPLICABLE = "not applicable"
+JUDGED = {
+    "safety-envelope-unchanged": {"envelopeChanges": []},
+    "precision-verified-before-promotion": {
+        "verifiedImages": [{"nvidia": NVIDIA_IMAGE, "ascend": ASCEND_IMAGE}]
+    },
+}
+"""The pack config a judge writes for a plain step off a base that verified the v1.2.3 pair:
+no envelope change. Merge the keys a test needs on top."""
 
 
 def floats(value: Any) -> Any:

@@ -59,6 +59,8 @@ def test_policy_config_output_in_a_missing_folder_is_one_line(project_copy, tmp_
         "prod",
         "--previous-weight",
         "5",
+        "--base",
+        "HEAD",
         "-o",
         str(target),
     ]
@@ -130,6 +132,8 @@ def test_an_os_error_inside_a_command_is_one_line(project_copy, tmp_path, monkey
         "prod",
         "--previous-weight",
         "5",
+        "--base",
+        "HEAD",
         "-o",
         str(target),
     ]

@@ -149,6 +149,23 @@ def test_precision_criterion():
     assert failed.detail == f"served {IMAGE} is not the verified image (none recorded)"
 
 
+def test_precision_criterion_reads_the_verification_history():
+    """An image rolled back to an earlier verified pair passes; the newest record aside."""
+    pair = {"nvidia": "registry/inference-service:v1.2.3-cuda", "ascend": IMAGE}
+    rolled_back = load_settings(
+        cfg(
+            ascendWeight="20",
+            verifiedAscendImage="registry/inference-service:v1.2.4-npu",
+            verifiedImages=[pair],
+        )
+    )
+    passed = precision_criterion(rolled_back, Reading(None, "no series"))
+    assert (passed.status, passed.detail) == (
+        "PASS",
+        "a verified pair records it; no pushed result in Prometheus",
+    )
+
+
 def report(*statuses, required=True):
     criteria = [
         Criterion(f"c{i}", f"C{i}", s, "1", "2", "<= 3", "d|x", required)

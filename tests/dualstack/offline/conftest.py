@@ -9,20 +9,22 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, git
+from tests.conftest import REPO, copy_code, git
 
 VERIFIED = "registry/inference-service:v1.2.3-npu"
 
 
 @pytest.fixture
 def stack_repo(tmp_path: Path) -> Callable[..., Path]:
-    """`stack_repo(weight, *lines)`: a git repo whose main holds the project file and a fixture
-    `Pulumi.prod.yaml` at `weight` (Ascend image verified) plus raw config `lines`."""
+    """`stack_repo(weight, *lines)`: a git repo whose main holds the project file, this tree's
+    code (the base's judge) and a fixture `Pulumi.prod.yaml` at `weight` (Ascend image
+    verified) plus raw config `lines`."""
 
     def make(weight: int, *lines: str) -> Path:
         repo = tmp_path / "gitops"
         repo.mkdir()
         shutil.copy(REPO / "Pulumi.yaml", repo / "Pulumi.yaml")
+        copy_code(repo)
         config = [
             "config:",
             f'  dualstack-inference:ascendWeight: "{weight}"',

@@ -33,4 +33,4 @@ def test_cold_preview_prod_next_step(benchmark, project_copy) -> None:
         rounds=5,
         iterations=1,
     )
-    assert done.returncode == 0 and "Ascend weight:" in done.stdout
+    assert done.returncode == 0 and "Ascend weight: 5% -> 20%" in done.stdout

@@ -25,7 +25,7 @@ DEFAULTS = load_settings(cfg(ascendWeight="5"))
 
 def test_each_policy_gets_exactly_its_schema_keys():
     settings = load_settings(cfg(ascendWeight="5", policy={"maxStep": 20}))
-    config = pack_config(settings, 5, base=settings, base_objects=[])
+    config = pack_config(settings, 5, base=settings, base_objects=[], envelope=())
     for policy in POLICIES:
         declared = set(policy.config_schema.properties) if policy.config_schema else set()
         expected = declared - NOT_FROM_SETTINGS
@@ -89,7 +89,10 @@ def test_step_limit_comes_from_the_base_not_the_head():
     config = pack_config(head, 5, base)
     assert config["no-unsafe-weight-jump"]["ladder"] == [0, 5, 20, 50, 80, 100]
     assert "maxStep" not in config["no-unsafe-weight-jump"]
-    assert config["ascend-weight-on-ladder"]["ladder"] == [0, 5, 100]  # the head's own steps
+    assert config["ascend-weight-on-ladder"]["ladder"] == [0, 5, 20, 50, 80, 100]
+    approved = pack_config(head, 5, base, owner_approved=True)  # the owners' new envelope
+    assert approved["no-unsafe-weight-jump"]["ladder"] == [0, 5, 100]
+    assert approved["safety-envelope-unchanged"]["ownerApproved"] is True
     tighter = load_settings(cfg(ascendWeight="5", policy={"maxStep": 10}))
     assert pack_config(head, 5, tighter)["no-unsafe-weight-jump"]["maxStep"] == 10
 
@@ -219,6 +222,8 @@ def test_command_writes_the_file_from_stack_output(fake_pulumi, git_repo, tmp_pa
             "--stack",
             "prod",
             "--from-stack-output",
+            "--base",
+            "main",
             "-o",
             str(out),
         ]
@@ -243,6 +248,8 @@ def test_command_fails_with_exit_2_and_writes_nothing(fake_pulumi, git_repo, tmp
             "--stack",
             "prod",
             "--from-stack-output",
+            "--base",
+            "main",
             "-o",
             str(out),
         ]
@@ -255,12 +262,10 @@ def test_command_fails_with_exit_2_and_writes_nothing(fake_pulumi, git_repo, tmp
 
 
 def test_command_by_hand_and_first_deploy(git_repo, capsys):
-    assert (
-        main(["-C", str(git_repo), "policy-config", "--stack", "prod", "--previous-weight", "50"])
-        == 0
-    )
+    args = ["-C", str(git_repo), "policy-config", "--stack", "prod", "--base", "main"]
+    assert main([*args, "--previous-weight", "50"]) == 0
     assert json.loads(capsys.readouterr().out)["no-unsafe-weight-jump"]["previousWeight"] == 50
-    assert main(["-C", str(git_repo), "policy-config", "--stack", "prod", "--first-deploy"]) == 0
+    assert main([*args, "--first-deploy"]) == 0
     assert "previousWeight" not in json.loads(capsys.readouterr().out)["no-unsafe-weight-jump"]
 
 
@@ -299,15 +304,14 @@ def test_command_takes_the_step_limit_and_image_from_base(git_repo, tmp_path, ca
     assert written["precision-verified-before-promotion"]["previousAscendImage"] == (
         "registry/inference-service:v1.2.3-npu"
     )
-    assert "step limit and previous Ascend image from main" in capsys.readouterr().err
-    assert main(args) == 0  # without --base: the stack file's own limit, no previous image
-    written = json.loads(out.read_text())
-    assert written["no-unsafe-weight-jump"]["maxStep"] == 100
-    assert "previousAscendImage" not in written["precision-verified-before-promotion"]
-    assert "(no --base)" in capsys.readouterr().err
+    assert "facts from the base (main" in capsys.readouterr().err
+    envelope = written["safety-envelope-unchanged"]["envelopeChanges"]
+    assert [change["fact"] for change in envelope] == ["ladder", "policy.maxStep"]
+    assert main(args) == 2  # without a base nothing judges: nothing is written
+    assert "one of the arguments --base --head is required" in capsys.readouterr().err
 
 
-def test_command_with_a_base_lacking_the_stack_uses_the_stack_file(git_repo, capsys):
+def test_command_with_a_base_lacking_the_stack_is_a_first_deploy(git_repo, capsys):
     git(git_repo, "checkout", "-q", "-b", "new-stack")
     (git_repo / "Pulumi.prod.yaml").rename(git_repo / "Pulumi.lab.yaml")
     git(git_repo, "add", "-A")
@@ -327,6 +331,13 @@ def test_command_with_a_base_lacking_the_stack_uses_the_stack_file(git_repo, cap
     written = json.loads(capsys.readouterr().out)
     assert written["no-unsafe-weight-jump"]["ladder"] == [0, 5, 20, 50, 80, 100]
     assert "previousAscendImage" not in written["precision-verified-before-promotion"]
+    assert written["precision-verified-before-promotion"]["verifiedImages"] == []
+    assert written["safety-envelope-unchanged"]["envelopeChanges"][0] == {
+        "fact": "Pulumi.prod.yaml",
+        "before": "absent",
+        "after": "added",
+        "kind": "stack",
+    }
 
 
 @pytest.mark.parametrize(
@@ -335,7 +346,7 @@ def test_command_with_a_base_lacking_the_stack_uses_the_stack_file(git_repo, cap
         (None, "git ref 'nope' is not a commit"),
         (
             'config:\n  dualstack-inference:ascendWeight: "33"\n',
-            "Pulumi.prod.yaml at nope (--base) does not validate, so it cannot give the step",
+            "does not render under the base's own code",
         ),
     ],
 )
@@ -372,13 +383,16 @@ def test_command_fails_closed_on_a_bad_base(git_repo, tmp_path, capsys, base_yam
         (["--previous-weight", "x"], "policy-config: argument --previous-weight: 'x': expected a"),
         (["--first-deploy", "--previous-weight", "5"], "not allowed with argument"),
         (["--previous-weight", "33"], "--previous-weight 33: not a ladder step of stack prod"),
+        (
+            ["--previous-weight", "5", "--head", "."],
+            "argument --base: not allowed with argument --head",
+        ),
     ],
 )
 def test_command_rejects_bad_flags_in_one_line(git_repo, tmp_path, args, message, capsys):
     out = tmp_path / "policy.json"
-    assert (
-        main(["-C", str(git_repo), "policy-config", "--stack", "prod", *args, "-o", str(out)]) == 2
-    )
+    argv = ["-C", str(git_repo), "policy-config", "--stack", "prod", *args, "--base", "main"]
+    assert main([*argv, "-o", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err
     assert err.count("\n") == 1

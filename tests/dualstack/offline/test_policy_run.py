@@ -13,10 +13,11 @@ from dualstack.offline.policy_run import (
     run_policies,
     type_token,
 )
+from policies import POLICIES
 from tests.conftest import cfg
-from tests.support.policy_objects import good_stack, virtual_service
+from tests.support.policy_objects import JUDGED, good_stack, virtual_service
 
-JUMP = {"no-unsafe-weight-jump": {"previousWeight": 5}}
+JUMP = {**JUDGED, "no-unsafe-weight-jump": {"previousWeight": 5}}
 
 
 def by_policy(results):
@@ -61,7 +62,7 @@ def test_rendered_prod_stack_passes_with_advisories_only(render_objects):
         cfg(ascendWeight="20", verifiedAscendImage="registry/inference-service:v1.2.3-npu")
     )
     results = by_policy(run_policies(objects, JUMP))
-    assert len(results) == 11
+    assert len(results) == len(POLICIES)
     [advisory] = results.pop("accelerator-driver-hostpath")
     assert (
         advisory.outcome == "advisory"

@@ -47,6 +47,7 @@ def judged(head: dict[str, Any], base: dict[str, Any], with_templates: bool = Tr
         base_settings.ascend_weight,
         base_settings,
         base_objects if with_templates else None,
+        envelope=(),  # head and base differ in the weight only
     )
     return run_policies(head_objects, config, "prod")
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from dualstack.errors import UsageError
 from dualstack.offline.preview import build_preview, format_preview
 from dualstack.repo.baseref import default_base
 from dualstack.repo.stackfile import StackFileError, set_config_value
@@ -38,16 +39,16 @@ def test_step_to_50_scales_ascend(git_repo: Path) -> None:
     assert "~ Deployment inference/inference-green" in [c.describe() for c in preview.changes]
 
 
-def test_no_base_means_no_diff(git_repo: Path) -> None:
-    preview = build_preview(git_repo, "prod", None)
-    assert preview.base is None and preview.diff == ""
-    assert "no base ref" in format_preview(preview)
+def test_no_base_is_an_error_not_a_first_deploy(git_repo: Path) -> None:
+    with pytest.raises(UsageError, match="no base to judge against"):
+        build_preview(git_repo, "prod", None)
 
 
 def test_base_without_the_stack_file(git_repo: Path) -> None:
     (git_repo / "Pulumi.dev.yaml").write_text("config:\n  dualstack-inference:ascendWeight: '0'\n")
     preview = build_preview(git_repo, "dev", "main")
     assert preview.base is None and "does not exist at" in (preview.base_note or "")
+    assert preview.diff == ""
 
 
 def test_unknown_ref_is_an_error(git_repo: Path) -> None:

@@ -35,7 +35,7 @@ def test_5_to_20_passes(git_repo, capsys):
     code, out, err = preview(git_repo, capsys)
     assert code == 0, out
     assert "Ascend weight: 5% -> 20%" in out
-    summary = "0 violations, 4 advisories, 9 of 11 policies passed"
+    summary = "0 violations, 4 advisories, 10 of 12 policies passed"
     assert f"Policies (dualstack-migration, previous weight 5%): {summary}" in out
     assert "  ok   no-unsafe-weight-jump [mandatory]" in out
     assert err == ""
@@ -79,9 +79,9 @@ def test_raise_to_20_with_an_unverified_ascend_image_fails(git_repo, capsys):
         "nvidia.image=registry/inference-service:v1.2.4-cuda",
     )
     assert code == 1
-    assert "Ascend image: registry/inference-service:v1.2.4-npu (NOT verified)" in out
+    assert "Ascend image: registry/inference-service:v1.2.4-npu (NOT verified at the base)" in out
     assert err.splitlines()[0] == "policy check failed: precision-verified-before-promotion"
-    assert "precision-verified image is registry/inference-service:v1.2.3-npu" in err
+    assert "the base's precision-verified pairs are any nvidia image + " in err
 
 
 NEW_IMAGES = (
@@ -97,12 +97,13 @@ def test_image_bump_at_5_without_verification_fails(git_repo, capsys):
     code, out, err = preview(git_repo, capsys, *NEW_IMAGES)
     assert code == 1
     assert "Ascend weight: unchanged at 5%" in out
-    assert "Ascend image: registry/inference-service:v1.2.4-npu (NOT verified)" in out
+    assert "Ascend image: registry/inference-service:v1.2.4-npu (NOT verified at the base)" in out
     assert err.splitlines()[0] == "policy check failed: precision-verified-before-promotion"
     assert (
         "with the Ascend weight at 5%: Deployment inference/inference-green serves "
-        "registry/inference-service:v1.2.4-npu to live traffic, but the precision-verified "
-        "image is registry/inference-service:v1.2.3-npu"
+        "registry/inference-service:v1.2.4-cuda + registry/inference-service:v1.2.4-npu to live "
+        "traffic, but the base's precision-verified pairs are any nvidia image + "
+        "registry/inference-service:v1.2.3-npu"
     ) in err
     assert "`dualstack verify-precision --stack <stack> --nvidia URL --ascend URL`" in err
 
@@ -124,13 +125,17 @@ def test_image_bump_at_0_passes(git_repo, capsys):
     assert "  ok   precision-verified-before-promotion [mandatory]" in out
 
 
-def test_image_bump_at_5_with_its_verification_passes(git_repo, capsys):
+def test_image_bump_at_5_with_its_own_verification_fails(git_repo, capsys):
+    """Evidence comes from the base: the head's verifiedAscendImage verifies nothing."""
     set_config_value(
         git_repo, "prod", "verifiedAscendImage", "registry/inference-service:v1.2.4-npu"
     )
-    code, out, _err = preview(git_repo, capsys, *NEW_IMAGES)
-    assert code == 0, out
-    assert "Ascend image: registry/inference-service:v1.2.4-npu (precision-verified)" in out
+    code, out, err = preview(git_repo, capsys, *NEW_IMAGES)
+    assert code == 1, out
+    assert "Ascend image: registry/inference-service:v1.2.4-npu (NOT verified at the base)" in out
+    assert err.splitlines()[0] == (
+        "policy check failed: precision-verified-before-promotion, safety-envelope-unchanged"
+    )
 
 
 def test_more_nvidia_pods_than_the_pool_holds_fails(git_repo, capsys):
@@ -138,7 +143,7 @@ def test_more_nvidia_pods_than_the_pool_holds_fails(git_repo, capsys):
     code, out, err = preview(git_repo, capsys, "--set", "capacity.totalReplicas=100")
     assert code == 1
     assert "Replicas: nvidia 4 -> 100, ascend 1 -> 6" in out
-    assert err.splitlines()[0] == "policy check failed: pool-capacity"
+    assert err.splitlines()[0] == "policy check failed: pool-capacity, safety-envelope-unchanged"
     assert (
         "pool 'nvidia' is too small: a rollout takes up to 100 nvidia.com/gpu (Deployment "
         "inference/inference-blue: (100 replicas, pod template unchanged: no surge) x 1) but "
@@ -153,22 +158,29 @@ def test_more_ascend_pods_than_the_pool_holds_at_100_fails(git_repo, capsys):
     code, out, err = preview(git_repo, capsys, "--set", "capacity.totalReplicas=20")
     assert code == 1
     assert "Replicas: nvidia 4 -> 1, ascend 4 -> 24" in out
-    assert err.splitlines()[0] == "policy check failed: pool-capacity"
+    assert err.splitlines()[0] == "policy check failed: pool-capacity, safety-envelope-unchanged"
     assert (
         "pool 'ascend' is too small: a rollout takes up to 24 huawei.com/Ascend910" in err
         and "but the pool has 16 (2 nodes x 8 acceleratorsPerNode)" in err
     )
 
 
-def test_pool_size_comes_from_the_stack_config(git_repo, capsys):
-    """`ascend.pool.acceleratorsPerNode` reaches the policy through `dualstack policy-config`."""
+def test_pool_size_comes_from_the_base(git_repo, capsys):
+    """The head's `acceleratorsPerNode: 16` does not size the pool; approved by the owners it
+    does, but then the same pull request may not raise the weight."""
     deployed_at(git_repo, 80)
     set_config_value(git_repo, "prod", "ascendWeight", 100)
     pool = {"name": "ascend", "nodes": ["ascend-01", "ascend-02"], "acceleratorsPerNode": 16}
     set_config_value(git_repo, "prod", "ascend", {"pool": pool})
-    code, out, _err = preview(git_repo, capsys, "--set", "capacity.totalReplicas=20")
-    assert code == 0, out
+    code, out, err = preview(git_repo, capsys, "--set", "capacity.totalReplicas=20")
+    assert code == 1, out
+    assert "but the pool has 16 (2 nodes x 8 acceleratorsPerNode)" in err
+    code, out, err = preview(
+        git_repo, capsys, "--set", "capacity.totalReplicas=20", "--owner-approved"
+    )
+    assert code == 1, out
     assert "  ok   pool-capacity [mandatory]" in out
+    assert err.splitlines()[0] == "policy check failed: safety-envelope-unchanged"
 
 
 def test_a_subset_selecting_no_pod_fails(git_repo, capsys, monkeypatch):
@@ -253,7 +265,9 @@ def test_a_head_ladder_cannot_widen_its_own_step(git_repo, capsys):
         "  FAIL no-unsafe-weight-jump [mandatory]: VirtualService inference/inference-vs raises "
         "the Ascend weight from 5% to 100%: an increase may go only to the next ladder step, 20%"
     ) in out
-    assert err.splitlines()[0] == "policy check failed: no-unsafe-weight-jump"
+    assert err.splitlines()[0] == (
+        "policy check failed: no-unsafe-weight-jump, safety-envelope-unchanged"
+    )
 
 
 def test_a_head_max_step_cannot_widen_its_own_step(git_repo, capsys):
@@ -262,7 +276,9 @@ def test_a_head_max_step_cannot_widen_its_own_step(git_repo, capsys):
     code, out, err = preview(git_repo, capsys)
     assert code == 1, out
     assert "from 5% to 80%: an increase may go only to the next ladder step, 20%" in out
-    assert err.splitlines()[0] == "policy check failed: no-unsafe-weight-jump"
+    assert err.splitlines()[0] == (
+        "policy check failed: no-unsafe-weight-jump, safety-envelope-unchanged"
+    )
 
 
 def test_a_max_step_already_on_the_base_applies(git_repo, capsys):
@@ -285,5 +301,6 @@ def test_a_decrease_with_unverified_new_images_fails(git_repo, capsys):
     assert (
         "lowering the Ascend weight from 50% to 20% while replacing the deployed image "
         "registry/inference-service:v1.2.3-npu: Deployment inference/inference-green serves "
-        "registry/inference-service:v1.2.4-npu to live traffic"
+        "registry/inference-service:v1.2.4-cuda + registry/inference-service:v1.2.4-npu to "
+        "live traffic"
     ) in err

@@ -34,10 +34,11 @@ def stack_config(weight: int) -> dict[str, Any]:
 
 def judged(weight: int, previous: int | None) -> list[PolicyResult]:
     """The pack's results over the head at `weight`, judged against a base at `previous`
-    (None: a first deploy, no base)."""
+    (None: a first deploy, no base) that differs from it in the weight only (no envelope
+    change)."""
     head_settings, head_objects = render(stack_config(weight), "prod")
     base_settings = render(stack_config(previous), "prod")[0] if previous is not None else None
-    config = pack_config(head_settings, previous, base_settings)
+    config = pack_config(head_settings, previous, base_settings, envelope=())
     return run_policies(head_objects, config, "prod")
 
 
@@ -68,11 +69,16 @@ def patch_routes(monkeypatch) -> Callable[[Callable[[Settings, list[dict]], None
 
 @pytest.mark.parametrize(
     ("previous", "weight"),
-    [(None, 0), (None, 5), *pairwise(RUNGS), *((w, w) for w in RUNGS)],
+    [(None, 0), *pairwise(RUNGS), *((w, w) for w in RUNGS)],
 )
 def test_the_program_s_stack_passes_at_every_rung(previous, weight):
     """One rung up, or unchanged, with host+subset routes: nothing blocks."""
     assert failing(judged(weight, previous)) == {}
+
+
+def test_a_first_deploy_serving_traffic_needs_the_base_s_verification_record():
+    """No base, no evidence: the head's own verifiedAscendImage verifies nothing (issue 11)."""
+    assert set(failing(judged(5, None))) == {"precision-verified-before-promotion"}
 
 
 @pytest.mark.parametrize(("previous", "weight"), [(100, 80), (80, 0), (100, 0), (50, 5)])

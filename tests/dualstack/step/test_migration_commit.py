@@ -91,20 +91,17 @@ def test_a_failed_commit_restores_the_file_and_deletes_the_branch(git_repo, caps
     assert git(git_repo, "branch", "--show-current").strip() == "dualstack/prod-rollback-0"
 
 
-def test_promote_commit_carries_the_uncommitted_verified_image(git_repo, capsys):
-    """README "Precision check": verify-precision's one-line change goes into the promotion."""
-    served = read_config_at(git_repo, "prod", "HEAD")[VERIFIED]
-    set_config_value(git_repo, "prod", "verifiedAscendImage", "registry/old:v0.9-npu")
-    git(git_repo, "commit", "-qam", "the served image is not verified yet")
-    set_config_value(git_repo, "prod", "verifiedAscendImage", served)  # verify-precision
-    assert dualstack(git_repo, "promote", "--stack", "prod", "--commit", *SKIP) == 0
-    out = capsys.readouterr().out
-    assert f"the uncommitted verifiedAscendImage {served} is committed too" in out
-    assert git(git_repo, "status", "--porcelain") == ""
-    committed = read_config_at(git_repo, "prod", "HEAD")
-    assert committed[WEIGHT] == "20"
-    assert committed[VERIFIED] == served
-    assert "Also records verifiedAscendImage" in git(git_repo, "log", "-1", "--format=%B")
+def test_promote_commit_refuses_to_carry_a_verification_record(git_repo, capsys):
+    """Evidence never rides along with a step (README "Trust model"): the record that
+    verify-precision writes lands through its own pull request."""
+    set_config_value(git_repo, "prod", "verifiedAscendImage", "registry/inference:v2-npu")
+    before = (git_repo / "Pulumi.prod.yaml").read_bytes()
+    assert dualstack(git_repo, "promote", "--stack", "prod", "--commit", *SKIP) == 2
+    err = capsys.readouterr().err
+    assert "Pulumi.prod.yaml has an uncommitted verification record (verifiedAscendImage)" in err
+    assert "never with a step" in err
+    assert (git_repo / "Pulumi.prod.yaml").read_bytes() == before
+    assert git(git_repo, "branch", "--list").split() == ["*", "main"]
 
 
 def test_any_other_uncommitted_change_is_still_refused(git_repo, capsys):
@@ -113,20 +110,3 @@ def test_any_other_uncommitted_change_is_still_refused(git_repo, capsys):
     assert dualstack(git_repo, "promote", "--stack", "prod", "--commit", *SKIP) == 2
     assert "Pulumi.prod.yaml has uncommitted changes" in capsys.readouterr().err
     assert weight(git_repo) == "20"
-
-
-def test_carried_image_reaches_the_branch_made_off_a_feature_branch(git_repo, capsys):
-    served = read_config_at(git_repo, "prod", "HEAD")[VERIFIED]
-    set_config_value(git_repo, "prod", "verifiedAscendImage", "registry/old:v0.9-npu")
-    git(git_repo, "commit", "-qam", "the served image is not verified yet")
-    git(git_repo, "switch", "-q", "-c", "feature")
-    (git_repo / "unrelated.txt").write_text("not for prod\n")
-    git(git_repo, "add", "unrelated.txt")
-    git(git_repo, "commit", "-qm", "unrelated")
-    set_config_value(git_repo, "prod", "verifiedAscendImage", served)
-    assert dualstack(git_repo, "promote", "--stack", "prod", "--commit", *SKIP) == 0
-    committed = read_config_at(git_repo, "prod", "dualstack/prod-ascend-20")
-    assert (committed[WEIGHT], committed[VERIFIED]) == ("20", served)
-    names = git(git_repo, "diff", "--name-only", "main", "dualstack/prod-ascend-20").split()
-    assert names == ["Pulumi.prod.yaml"]
-    assert git(git_repo, "branch", "--show-current").strip() == "feature"

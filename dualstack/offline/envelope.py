@@ -1,0 +1,201 @@
+"""The safety envelope: what a pull request changes besides a migration step, fact by fact.
+
+A step changes one stack's `ascendWeight` and/or its two images (`STEP_FACTS`). Everything else
+the judged stack depends on is the envelope: every other key of its stack file (any
+namespace: `capacity.totalReplicas`, `ascend.pool.labels`, `kubernetes:context`, ...), the
+evidence keys (`EVIDENCE_FACTS`: the verified images are written by the verification job,
+never by the change itself), and every file of the program, the pack, the CLI, the checker,
+the dependency files and the pipelines (`dualstack.repo.changes.PROGRAM_PATHS`, one
+definition). Policy `safety-envelope-unchanged` fails on any of them without the owners'
+approval (`policies/envelope.py`).
+
+This module runs in the BASE's code (`dualstack.offline.judge`): the head is only read as
+data, its stack config as a mapping and its tree through git.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from components.settings import PROJECT, Settings
+from dualstack.repo.changes import touches_program
+from dualstack.repo.git import git
+
+STEP_FACTS = frozenset(
+    {f"{PROJECT}:ascendWeight", f"{PROJECT}:nvidia.image", f"{PROJECT}:ascend.image"}
+)
+"""The config facts a migration step may change on its own (dotted paths into the config)."""
+
+EVIDENCE_FACTS = frozenset({f"{PROJECT}:verifiedAscendImage", f"{PROJECT}:verifiedImages"})
+"""Evidence the verification job records (`dualstack verify-precision`); a change of them in a
+pull request is an envelope change, and the judge reads them from the base only."""
+
+UNSET = "(unset)"
+"""How a fact absent on one side is shown."""
+
+
+@dataclass(frozen=True)
+class EnvelopeChange:
+    """One changed fact: `fact` is a config path (`capacity.totalReplicas`, or
+    `kubernetes:context` for another namespace) or a repo path (`policies/traffic.py`);
+    `before` and `after` are display texts; `kind` is `config`, `evidence`, `file` or `stack`."""
+
+    fact: str
+    before: str
+    after: str
+    kind: str
+
+    def describe(self) -> str:
+        """`capacity.totalReplicas: 4 -> 1`, `file policies/traffic.py: at base -> modified`."""
+        where = f"file {self.fact}" if self.kind == "file" else self.fact
+        return f"{where}: {self.before} -> {self.after}"
+
+    def as_fact(self) -> dict[str, str]:
+        """The shape of policy config `envelopeChanges` entries."""
+        return {"fact": self.fact, "before": self.before, "after": self.after, "kind": self.kind}
+
+
+def _decoded(value: Any) -> Any:
+    """Structured values as Pulumi hands them over (JSON text) decoded; others as they are."""
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def _leaves(prefix: str, value: Any) -> Iterator[tuple[str, Any]]:
+    """(dotted path, leaf) of a config value; mappings are walked, lists and `secure:` values
+    are leaves."""
+    value = _decoded(value)
+    if isinstance(value, Mapping) and value and set(value) != {"secure"}:
+        for key, inner in value.items():
+            yield from _leaves(f"{prefix}.{key}", inner)
+    else:
+        yield prefix, value
+
+
+def flatten(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A stack config as {dotted path: leaf}: `{"dualstack-inference:capacity":
+    {"totalReplicas": 1}}` -> `{"dualstack-inference:capacity.totalReplicas": 1}`."""
+    return {path: leaf for key, value in config.items() for path, leaf in _leaves(key, value)}
+
+
+def _normal(value: Any) -> Any:
+    """A leaf in comparable form: `pulumi config set` stores "4" where YAML may say 4."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): _normal(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_normal(v) for v in value]
+    return value
+
+
+def _text(value: Any, present: bool) -> str:
+    if not present:
+        return UNSET
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool | int | float):
+        return str(_normal(value))
+    return json.dumps(value, sort_keys=True, separators=(", ", ": "))
+
+
+def _shown(path: str) -> str:
+    """Project keys without their namespace (`capacity.totalReplicas`); others in full."""
+    return path.removeprefix(f"{PROJECT}:")
+
+
+def effective(config: Mapping[str, Any], settings: Settings | None) -> dict[str, Any]:
+    """{dotted path: leaf} of a stack config: the project's keys as the settings resolve them
+    (defaults included, so an explicit default is no change) when `settings` is given, else
+    as written; other namespaces (`kubernetes:context`, ...) as written."""
+    raw = flatten(config)
+    if settings is None:
+        return raw
+    ours = f"{PROJECT}:"
+    dumped = settings.model_dump(by_alias=True, mode="json")
+    values = {path: leaf for path, leaf in raw.items() if not path.startswith(ours)}
+    values.update(flatten({f"{ours}{key}": value for key, value in dumped.items()}))
+    return {path: leaf for path, leaf in values.items() if leaf is not None}
+
+
+def config_changes(
+    base: Mapping[str, Any],
+    head: Mapping[str, Any],
+    base_settings: Settings | None = None,
+    head_settings: Settings | None = None,
+) -> list[EnvelopeChange]:
+    """Every config fact that differs between the base and the head stack config, except the
+    step facts (`STEP_FACTS`), sorted by path: resolved through both sides' settings (read
+    by the base's code) when both are given, else as written. Values compare as `pulumi
+    config` stores them (4 and "4" are equal); a fact absent on one side shows `(unset)`."""
+    both = base_settings is not None and head_settings is not None
+    before = effective(base, base_settings if both else None)
+    after = effective(head, head_settings if both else None)
+    changes = []
+    for path in sorted(set(before) | set(after)):
+        if path in STEP_FACTS:
+            continue
+        old, new = before.get(path), after.get(path)
+        if path in before and path in after and _normal(old) == _normal(new):
+            continue
+        kind = "evidence" if path.partition(".")[0] in EVIDENCE_FACTS else "config"
+        changes.append(
+            EnvelopeChange(
+                _shown(path), _text(old, path in before), _text(new, path in after), kind
+            )
+        )
+    return changes
+
+
+_STATUS = {"A": ("absent", "added"), "D": ("present", "deleted"), "M": ("at base", "modified")}
+
+
+def file_changes(head_root: Path, base_commit: str) -> list[EnvelopeChange]:
+    """The program files (`PROGRAM_PATHS`) that differ between `base_commit` and the head's
+    working tree at `head_root`: committed, staged, unstaged and untracked (not ignored).
+
+    Paths are relative to `head_root` (the folder holding `Pulumi.yaml`). Raises GitError
+    when git cannot compare (e.g. the base commit is not in the head's repository).
+    """
+    found: dict[str, tuple[str, str]] = {}
+    out = git(head_root, "diff", "--name-status", "--no-renames", "--relative", "-z", base_commit)
+    fields = [field for field in out.split("\0") if field]
+    for status, path in zip(fields[::2], fields[1::2], strict=False):
+        found[path] = _STATUS.get(status[:1], ("at base", "changed"))
+    untracked = git(head_root, "ls-files", "--others", "--exclude-standard", "-z")
+    for path in untracked.split("\0"):
+        if path:
+            found.setdefault(path, _STATUS["A"])
+    return [
+        EnvelopeChange(path, before, after, "file")
+        for path, (before, after) in sorted(found.items())
+        if touches_program(path)
+    ]
+
+
+def envelope_changes(
+    base: Mapping[str, Any] | None,
+    head: Mapping[str, Any],
+    files: list[EnvelopeChange],
+    stack: str,
+    settings: tuple[Settings | None, Settings | None] = (None, None),
+) -> list[EnvelopeChange]:
+    """The whole envelope diff: the stack file itself when it is new at the base (a first
+    deploy), else its config changes (`settings`: base and head as the base's code reads
+    them, see `config_changes`); then the program files."""
+    if base is None:
+        stack_file = EnvelopeChange(f"Pulumi.{stack}.yaml", "absent", "added", "stack")
+        return [stack_file, *files]
+    return [*config_changes(base, head, *settings), *files]

@@ -1,0 +1,133 @@
+"""The safety envelope's facts: config changes (as written and as resolved) and program files
+changed in a real git repository."""
+
+from __future__ import annotations
+
+import json
+
+from components.settings import load_settings
+from dualstack.offline.envelope import (
+    EnvelopeChange,
+    config_changes,
+    envelope_changes,
+    file_changes,
+    flatten,
+)
+from tests.conftest import cfg, git
+
+
+def describe(changes):
+    return [change.describe() for change in changes]
+
+
+def test_flatten_walks_mappings_and_decodes_pulumi_json():
+    config = {
+        "dualstack-inference:capacity": json.dumps({"totalReplicas": 2}),
+        "dualstack-inference:ladder": [0, 50, 100],
+        "kubernetes:kubeconfig": {"secure": "AAAB"},
+    }
+    assert flatten(config) == {
+        "dualstack-inference:capacity.totalReplicas": 2,
+        "dualstack-inference:ladder": [0, 50, 100],
+        "kubernetes:kubeconfig": {"secure": "AAAB"},
+    }
+
+
+def test_the_step_facts_are_no_envelope_change():
+    base = cfg(ascendWeight="5")
+    head = cfg(
+        ascendWeight="20",
+        nvidia={"image": "registry/inference-service:v1.2.4-cuda"},
+        ascend={"image": "registry/inference-service:v1.2.4-npu"},
+    )
+    assert config_changes(base, head) == []
+    assert config_changes(base, head, load_settings(base), load_settings(head)) == []
+
+
+def test_values_compare_as_pulumi_config_stores_them():
+    assert (
+        config_changes(
+            cfg(ascendWeight="5", capacity={"totalReplicas": 4}),
+            cfg(ascendWeight="5", capacity={"totalReplicas": "4"}),
+        )
+        == []
+    )
+
+
+def test_as_written_and_as_resolved():
+    base, head = cfg(ascendWeight="5"), cfg(ascendWeight="5", capacity={"totalReplicas": 4})
+    assert describe(config_changes(base, head)) == ["capacity.totalReplicas: (unset) -> 4"]
+    resolved = config_changes(base, head, load_settings(base), load_settings(head))
+    assert resolved == []  # an explicit default changes nothing
+
+
+def test_every_other_key_is_a_fact_with_its_kind():
+    base = cfg(ascendWeight="5", verifiedAscendImage="registry/inference-service:v1.2.3-npu")
+    head = {
+        **cfg(ascendWeight="5", verifiedAscendImage="registry/inference-service:v9-npu"),
+        "kubernetes:context": "other",
+        **cfg(ascend={"pool": {"acceleratorsPerNode": 16}}),
+    }
+    changes = config_changes(base, head, load_settings(base), load_settings(head))
+    assert [(c.fact, c.before, c.after, c.kind) for c in changes] == [
+        ("ascend.pool.acceleratorsPerNode", "8", "16", "config"),
+        (
+            "verifiedAscendImage",
+            "registry/inference-service:v1.2.3-npu",
+            "registry/inference-service:v9-npu",
+            "evidence",
+        ),
+        ("kubernetes:context", "(unset)", "other", "config"),
+    ]
+
+
+def test_a_new_stack_file_is_one_change(tmp_path):
+    files = [EnvelopeChange("dualstack/cli.py", "at base", "modified", "file")]
+    assert describe(envelope_changes(None, cfg(ascendWeight="0"), files, "canary")) == [
+        "Pulumi.canary.yaml: absent -> added",
+        "file dualstack/cli.py: at base -> modified",
+    ]
+
+
+def repo_with(tmp_path, files):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for name, text in files.items():
+        path = repo / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "base")
+    return repo, git(repo, "rev-parse", "HEAD").strip()
+
+
+def test_program_files_committed_staged_unstaged_and_untracked(tmp_path):
+    repo, base = repo_with(
+        tmp_path,
+        {
+            "Pulumi.yaml": "name: x\n",
+            "README.md": "docs\n",
+            "policies/traffic.py": "a = 1\n",
+            "dualstack/cli.py": "b = 1\n",
+            ".gitignore": "*.pyc\n",
+        },
+    )
+    (repo / "policies" / "traffic.py").write_text("a = 100\n")
+    git(repo, "commit", "-qam", "committed")
+    (repo / "dualstack" / "cli.py").unlink()  # unstaged deletion
+    (repo / "components").mkdir()
+    (repo / "components" / "new.py").write_text("c = 1\n")  # untracked
+    (repo / "components" / "new.pyc").write_text("ignored\n")
+    (repo / "README.md").write_text("more docs\n")  # not the envelope
+    assert describe(file_changes(repo, base)) == [
+        "file components/new.py: absent -> added",
+        "file dualstack/cli.py: present -> deleted",
+        "file policies/traffic.py: at base -> modified",
+    ]
+
+
+def test_paths_are_the_project_s_when_it_lives_in_a_subfolder(tmp_path):
+    repo, base = repo_with(tmp_path, {"infra/Pulumi.yaml": "name: x\n", "infra/__main__.py": "1\n"})
+    (repo / "infra" / "__main__.py").write_text("2\n")
+    assert describe(file_changes(repo / "infra", base)) == ["file __main__.py: at base -> modified"]

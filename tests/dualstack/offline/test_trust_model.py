@@ -1,0 +1,354 @@
+"""A pull request never judges itself: the four classes of issue 11, each refused by name, and
+the legitimate steps that must pass. Real git repositories with fixture stack files
+(`tests.support.judge_repos`); the base on `main`, the head in the working tree.
+
+1. self-asserted evidence, 2. self-widened facts, 3. code in the PR judging the PR (in
+`test_judge_protocol.py`, which runs the head's own code), 4. process: widening the ladder or
+`maxStep` alone.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from dualstack.repo.stackfile import set_config_value
+from tests.support.judge_repos import (
+    PROD,
+    STAGING,
+    V123,
+    V124,
+    commit,
+    failed_policies,
+    make_repo,
+    preview,
+    stack_text,
+    write_stack,
+)
+
+ENVELOPE = "safety-envelope-unchanged"
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return make_repo(tmp_path)
+
+
+def at(repo, weight, **keys):
+    """Commit prod at `weight` (plus `keys`) on main: the base of the next pull request."""
+    write_stack(repo, "prod", {**PROD, "ascendWeight": str(weight), **keys})
+    commit(repo, f"prod at {weight}")
+
+
+def head(repo, **keys):
+    """The pull request: set project keys of prod in the working tree."""
+    for key, value in keys.items():
+        set_config_value(repo, "prod", key, value)
+
+
+# ------------------------------------------------------------- 1. self-asserted evidence
+
+
+@pytest.mark.parametrize("weight", ["5", "20"])
+def test_a_pr_cannot_verify_its_own_new_image(repo, capsys, weight):
+    head(
+        repo,
+        ascendWeight=weight,
+        nvidia={"image": V124["nvidia"]},
+        ascend={"image": V124["ascend"]},
+        verifiedAscendImage=V124["ascend"],
+    )
+    code, out, err = preview(repo, capsys)
+    assert code == 1
+    assert failed_policies(err) == {"precision-verified-before-promotion", ENVELOPE}
+    assert f"Ascend image: {V124['ascend']} (NOT verified at the base)" in out
+    assert (
+        f"serves {V124['nvidia']} + {V124['ascend']} to live traffic, but the base's "
+        f"precision-verified pairs are {V123['nvidia']} + {V123['ascend']}"
+    ) in err
+    assert f"verifiedAscendImage: (unset) -> {V124['ascend']}" in out
+
+
+def test_a_pr_cannot_add_its_own_pair_to_the_history(repo, capsys):
+    head(
+        repo,
+        nvidia={"image": V124["nvidia"]},
+        ascend={"image": V124["ascend"]},
+        verifiedImages=[V123, V124],
+    )
+    code, out, err = preview(repo, capsys)
+    assert code == 1
+    assert failed_policies(err) == {"precision-verified-before-promotion", ENVELOPE}
+    assert "verifiedImages: " in out and "needs the owners' approval" in out
+
+
+def test_a_foreign_registry_is_not_verified_by_claiming_it(repo, capsys):
+    foreign = {
+        "nvidia": "evil.example/inference-service:v1.2.3-cuda",
+        "ascend": "evil.example/inference-service:v1.2.3-npu",
+    }
+    head(
+        repo,
+        ascendWeight="20",
+        nvidia={"image": foreign["nvidia"]},
+        ascend={"image": foreign["ascend"]},
+        verifiedImages=[foreign],
+        verifiedAscendImage=foreign["ascend"],
+    )
+    code, _out, err = preview(repo, capsys)
+    assert code == 1
+    assert failed_policies(err) == {"precision-verified-before-promotion", ENVELOPE}
+    assert "raising the Ascend weight from 5% to 20%: Deployment inference/inference-green " in err
+
+
+# ------------------------------------------------------------- 2. self-widened facts
+
+
+def test_total_replicas_1_cannot_starve_nvidia(repo, capsys):
+    head(repo, capacity={"totalReplicas": 1})
+    code, out, err = preview(repo, capsys)
+    assert code == 1
+    assert failed_policies(err) == {ENVELOPE, "rollback-capacity"}
+    assert "capacity.totalReplicas: 4 -> 1" in out
+    assert "Deployment inference/inference-blue has 1 replicas while Ascend takes 5%" in err
+    assert "keep 4 replicas" in err  # the base's totalReplicas
+
+
+def test_a_capacity_ratio_of_10_cannot_serve_50_percent_on_one_pod(repo, capsys):
+    at(repo, 20)
+    head(repo, ascendWeight="50", capacity={"ascendCapacityRatio": 10})
+    code, out, err = preview(repo, capsys)
+    assert code == 1
+    assert "Replicas: nvidia 4, ascend 1" in out
+    assert failed_policies(err) == {ENVELOPE, "rollback-capacity"}
+    assert (
+        "Deployment inference/inference-green has 1 replicas for 50% of traffic: at "
+        "ascendCapacityRatio=1 its share of totalReplicas=4 needs at least 2"
+    ) in err
+
+
+def test_accelerators_per_node_16_on_8_npu_nodes(repo, capsys):
+    at(repo, 80, capacity={"totalReplicas": 14})
+    pool = {"name": "ascend", "nodes": ["ascend-01", "ascend-02"], "acceleratorsPerNode": 16}
+    head(repo, ascendWeight="100", ascend={"pool": pool})
+    code, _out, err = preview(repo, capsys)
+    assert code == 1
+    assert failed_policies(err) == {ENVELOPE, "pool-capacity"}
+    assert "pool 'ascend' is too small: a rollout takes up to 17 huawei.com/Ascend910" in err
+    assert "but the pool has 16 (2 nodes x 8 acceleratorsPerNode)" in err
+
+
+def test_relabelled_pool_nodes_are_refused_before_any_policy(repo, capsys):
+    """`ascend.pool.labels: {pool: retired}` would make the Ascend pods unschedulable; the
+    settings refuse the program's own label key (exit 2, nothing judged)."""
+    pool = {"name": "ascend", "nodes": ["ascend-01", "ascend-02"], "labels": {"pool": "retired"}}
+    head(repo, ascend={"pool": pool})
+    code, out, err = preview(repo, capsys)
+    assert (code, out) == (2, "")
+    assert err == (
+        "error: dualstack-inference:ascend.pool.labels: label 'pool' is set by the program; "
+        "choose another key\n"
+    )
+
+
+def test_other_pool_labels_are_an_envelope_change(repo, capsys):
+    pool = {"name": "ascend", "nodes": ["ascend-01", "ascend-02"], "labels": {"npu-model": "x"}}
+    head(repo, ascend={"pool": pool})
+    code, out, err = preview(repo, capsys)
+    assert code == 1
+    assert failed_policies(err) == {ENVELOPE}
+    assert "ascend.pool.labels.npu-model: 910B -> x" in out
+
+
+def test_an_accelerator_resource_the_nodes_lack(repo, capsys):
+    head(repo, ascend={"acceleratorResource": "huawei.com/Ascend310"})
+    code, _out, err = preview(repo, capsys)
+    assert code == 1
+    assert failed_policies(err) == {ENVELOPE, "accelerator-placement"}
+    assert (
+        "Deployment inference/inference-green selects pool 'ascend' but requests none of its "
+        "accelerators (huawei.com/Ascend910)"
+    ) in err
+
+
+@pytest.mark.parametrize("path", ["/", "/var/lib/kubelet"])
+def test_a_pr_cannot_widen_the_driver_allow_list(repo, capsys, path):
+    head(repo, ascend={"driverHostPath": path})
+    code, _out, err = preview(repo, capsys)
+    assert code == 1
+    assert failed_policies(err) == {ENVELOPE, "workload-security-baseline"}
+    assert f"mounts hostPath {path} (volume 'accelerator-driver'); only the driver paths " in err
+    assert "/usr/local/Ascend/driver may be mounted" in err
+
+
+def test_a_loosened_release_tag_pattern(repo, capsys):
+    head(
+        repo,
+        policy={"releaseTagPattern": r"^(?P<release>.*)$"},
+        nvidia={"image": V124["nvidia"]},
+    )
+    code, _out, err = preview(repo, capsys)
+    assert code == 1
+    assert failed_policies(err) == {
+        ENVELOPE,
+        "image-pair-consistent",
+        "precision-verified-before-promotion",
+    }
+    assert "the backends serve different releases: nvidia " in err
+
+
+def test_the_prod_stack_replaced_by_staging_s(repo, capsys):
+    (repo / "Pulumi.prod.yaml").write_text(stack_text(STAGING), encoding="utf-8")
+    code, out, err = preview(repo, capsys)
+    assert code == 1
+    assert failed_policies(err) == {ENVELOPE, "rollback-capacity"}
+    assert "namespace: inference -> inference-staging" in out
+    assert "capacity.totalReplicas: 4 -> 2" in out
+
+
+@pytest.mark.parametrize(
+    ("keys", "fact"),
+    [
+        ({"namespace": "inference-other"}, "namespace: inference -> inference-other"),
+        ({"nvidia": {"version": "blue2"}}, "nvidia.version: blue -> blue2"),
+        (
+            {"istio": {"hosts": ["*.svc.cluster.local"]}},
+            'istio.hosts: [] -> ["*.svc.cluster.local"]',
+        ),
+        ({"precisionCheck": {"enabled": False}}, "precisionCheck.enabled: true -> false"),
+        ({"precisionCheck": {"minMatchRate": 50}}, "precisionCheck.minMatchRate: 100 -> 50"),
+        ({"monitoring": {"enabled": False}}, "monitoring.enabled: true -> false"),
+    ],
+)
+def test_envelope_keys_need_the_owners(repo, capsys, keys, fact):
+    head(repo, **keys)
+    code, out, err = preview(repo, capsys)
+    assert code == 1
+    assert ENVELOPE in failed_policies(err)
+    assert fact in out
+    assert f"{fact}" in err
+
+
+def test_another_cluster_context_is_an_envelope_change(repo, capsys):
+    write_stack(repo, "prod", PROD, {"kubernetes:context": "other-cluster"})
+    code, out, err = preview(repo, capsys)
+    assert code == 1
+    assert failed_policies(err) == {ENVELOPE}
+    assert "kubernetes:context: (unset) -> other-cluster" in out
+
+
+# ------------------------------------------------------------- 4. process
+
+
+@pytest.mark.parametrize(
+    ("keys", "fact"),
+    [
+        ({"ladder": [0, 5, 100]}, "ladder: [0, 5, 20, 50, 80, 100] -> [0, 5, 100]"),
+        ({"policy": {"maxStep": 100}}, "policy.maxStep: (unset) -> 100"),
+    ],
+)
+def test_widening_the_step_alone_needs_the_owners(repo, capsys, keys, fact):
+    head(repo, **keys)
+    code, out, err = preview(repo, capsys)
+    assert code == 1
+    assert failed_policies(err) == {ENVELOPE}
+    assert f"  FAIL {ENVELOPE} [mandatory]: {fact}: a change of the safety envelope" in out
+
+
+def test_an_approved_ladder_takes_effect_in_the_next_pr(repo, capsys):
+    head(repo, ladder=[0, 5, 100])
+    code, out, _err = preview(repo, capsys, "--owner-approved")
+    assert code == 0, out
+    assert "Safety envelope: 1 change, approved by the owners (--owner-approved)" in out
+    commit(repo, "owners: ladder [0, 5, 100]")
+    head(repo, ascendWeight="100")
+    code, out, _err = preview(repo, capsys)
+    assert code == 0, out
+    assert "Safety envelope: unchanged (a migration step only)" in out
+
+
+# ------------------------------------------------------------- what must pass
+
+
+@pytest.mark.parametrize(("before", "after"), [(0, 5), (5, 20), (20, 50), (80, 100)])
+def test_legitimate_rungs_pass(repo, capsys, before, after):
+    at(repo, before)
+    head(repo, ascendWeight=str(after))
+    code, out, err = preview(repo, capsys)
+    assert code == 0, out + err
+    assert f"Ascend weight: {before}% -> {after}%" in out
+    assert "Safety envelope: unchanged (a migration step only)" in out
+
+
+@pytest.mark.parametrize(("before", "after"), [(100, 80), (80, 0), (50, 20), (20, 5), (100, 0)])
+def test_any_decrease_passes(repo, capsys, before, after):
+    at(repo, before)
+    head(repo, ascendWeight=str(after))
+    code, out, err = preview(repo, capsys)
+    assert code == 0, out + err
+
+
+def test_a_decrease_is_never_blocked_by_the_envelope(repo, capsys):
+    at(repo, 50)
+    head(repo, ascendWeight="20", capacity={"totalReplicas": 6})
+    code, out, err = preview(repo, capsys)
+    assert code == 0, out + err
+    assert "Safety envelope: 1 change, needs the owners' approval" in out
+    assert f"  ok   {ENVELOPE} [mandatory]" in out
+
+
+def test_an_image_rollback_to_an_earlier_verified_pair_passes(repo, capsys):
+    at(
+        repo,
+        20,
+        nvidia={"image": V124["nvidia"]},
+        ascend={"image": V124["ascend"]},
+        verifiedImages=[V123, V124],
+    )
+    head(repo, nvidia={"image": V123["nvidia"]}, ascend={"image": V123["ascend"]})
+    code, out, err = preview(repo, capsys)
+    assert code == 0, out + err
+    assert f"Ascend image: {V123['ascend']} (precision-verified at the base)" in out
+
+
+def test_a_step_with_an_image_pair_the_base_verified_passes(repo, capsys):
+    at(repo, 5, verifiedImages=[V123, V124])
+    head(
+        repo, ascendWeight="20", nvidia={"image": V124["nvidia"]}, ascend={"image": V124["ascend"]}
+    )
+    code, out, err = preview(repo, capsys)
+    assert code == 0, out + err
+
+
+def test_an_approved_envelope_change_without_a_rise_passes(repo, capsys):
+    at(repo, 20)
+    head(repo, capacity={"totalReplicas": 6})
+    code, out, err = preview(repo, capsys, "--owner-approved")
+    assert code == 0, out + err
+    assert "capacity.totalReplicas: 4 -> 6" in out
+    assert "Replicas: nvidia 4 -> 6, ascend 1 -> 2" in out
+
+
+def test_the_same_approved_change_with_a_rise_is_refused(repo, capsys):
+    at(repo, 20)
+    head(repo, ascendWeight="50", capacity={"totalReplicas": 6})
+    code, _out, err = preview(repo, capsys, "--owner-approved")
+    assert code == 1
+    assert failed_policies(err) == {ENVELOPE}
+    assert (
+        "the owners approved envelope changes (capacity.totalReplicas: 4 -> 6), but the "
+        "same pull request raises the Ascend weight from 20% to 50%"
+    ) in err
+
+
+def test_an_approved_change_may_not_switch_images_either(repo, capsys):
+    at(repo, 20, verifiedImages=[V123, V124])
+    head(
+        repo,
+        capacity={"totalReplicas": 6},
+        nvidia={"image": V124["nvidia"]},
+        ascend={"image": V124["ascend"]},
+    )
+    code, _out, err = preview(repo, capsys, "--owner-approved")
+    assert code == 1
+    assert failed_policies(err) == {ENVELOPE}
+    assert f"changes the ascend image {V123['ascend']} -> {V124['ascend']}" in err

@@ -1,0 +1,160 @@
+"""The pipelines run the judge from the base: a head that edits the pack is judged by the
+base's pack, an envelope change passes only with the owners' approval as the code host
+reports it (GitHub's review decision, GitLab's approval rules), on the PR and on deploy.
+
+The GitOps repository here holds this tree's code, so `base-checkout` runs real base code
+and the head's edits are real edits (`tests.pipelines.pipeline_stubs.make_gitops`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dualstack.repo.stackfile import set_config_value
+from tests.conftest import git
+from tests.pipelines.pipeline_stubs import calls, install_stubs, make_gitops
+from tests.pipelines.test_pipeline_runs import (
+    PLATFORMS,
+    TOKEN,
+    judge_commits,
+    run_pr,
+    run_up_github,
+    run_up_gitlab,
+)
+from tests.support.gitlab_approvals import PROJECT, Approvals, gitlab_approvals
+from tests.support.gitlab_approvals import TOKEN as GITLAB_TOKEN
+from tests.support.judge_repos import PROD, STAGING, edit_code, write_stack
+
+
+def fixture_stacks(clone: Path, prod: dict[str, Any] | None = None) -> None:
+    """Replace the copied stack files by the fixtures (prod at 5 with the v1.2.3 pair
+    verified, staging at 20) on main, pushed: nothing here reads the committed values."""
+    write_stack(clone, "prod", PROD if prod is None else prod)
+    write_stack(clone, "staging", STAGING)
+    git(clone, "commit", "-qam", "fixture stacks")
+    git(clone, "push", "-q", "origin", "main")
+    git(clone, "fetch", "-q", "origin")
+
+
+@pytest.fixture
+def gitops(tmp_path: Path) -> dict[str, Any]:
+    """As in test_pipeline_runs, with the project's code and fixture stacks on main."""
+    clone, origin = make_gitops(tmp_path, with_code=True)
+    fixture_stacks(clone)
+    install_stubs(tmp_path / "bin")
+    log = tmp_path / "calls.jsonl"
+    env = {
+        "PATH": os.pathsep.join([str(tmp_path / "bin"), "/usr/local/bin", "/usr/bin", "/bin"]),
+        "HOME": str(tmp_path),
+        "STUB_LOG": str(log),
+        "STUB_BIN": str(tmp_path / "bin"),
+        "LANG": "C.UTF-8",
+    }
+    return {"repo": clone, "origin": origin, "log": log, "env": env}
+
+
+def pr(repo: Path, message: str = "the pull request") -> str:
+    """Commit the working tree on a PR branch; the base is main's commit (returned)."""
+    base = git(repo, "rev-parse", "main").strip()
+    git(repo, "switch", "-q", "-c", "pr")
+    git(repo, "commit", "-qam", message)
+    return base
+
+
+def previews(log: Path) -> list[list[str]]:
+    return [argv for argv in calls(log, ("judge",)) if "preview" in argv]
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_pack_edited_in_the_pr_does_not_judge_it(platform: str, gitops: dict) -> None:
+    repo = gitops["repo"]
+    edit_code(
+        repo,
+        "policies/traffic.py",
+        "    if previous is None:\n        return ladder[1]\n",
+        "    return 100\n",
+    )
+    set_config_value(repo, "prod", "ascendWeight", "100")
+    base = pr(repo, "prod 5 -> 100, and a step limit of 100")
+    passed, report, _ = run_pr(platform, gitops)
+    assert not passed
+    assert "FAIL no-unsafe-weight-jump [mandatory]" in report
+    assert "file policies/traffic.py: at base -> modified" in report
+    assert judge_commits(gitops["log"]) == {base}
+
+
+def gitlab_mr(state: Approvals) -> dict[str, str]:
+    return {
+        "CI_API_V4_URL": state.url,
+        "CI_PROJECT_ID": PROJECT,
+        "CI_MERGE_REQUEST_IID": "7",
+        "GITLAB_API_TOKEN": GITLAB_TOKEN,
+    }
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("approved", [False, True])
+def test_an_envelope_change_passes_only_with_the_owners(
+    platform: str, approved: bool, gitops: dict
+) -> None:
+    repo = gitops["repo"]
+    set_config_value(repo, "prod", "capacity", {"totalReplicas": 6})
+    pr(repo, "prod: 6 NVIDIA pods")
+    with gitlab_approvals(Approvals(approved={"7": approved})) as state:
+        env = gitlab_mr(state) if platform == "gitlab" else {}
+        if platform == "github" and approved:
+            env["REVIEW_DECISION"] = "APPROVED"
+        passed, report, _ = run_pr(platform, gitops, **env)
+    assert passed is approved, report
+    assert "capacity.totalReplicas: 4 -> 6" in report
+    flagged = [argv for argv in previews(gitops["log"]) if "--owner-approved" in argv]
+    assert len(flagged) == (1 if approved else 0)  # prod only: the program did not change
+    if not approved:
+        assert "FAIL safety-envelope-unchanged [mandatory]" in report
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_an_approved_change_may_not_raise_the_weight(platform: str, gitops: dict) -> None:
+    repo = gitops["repo"]
+    set_config_value(repo, "prod", "capacity", {"totalReplicas": 6})
+    set_config_value(repo, "prod", "ascendWeight", "20")
+    pr(repo)
+    with gitlab_approvals(Approvals(approved={"7": True})) as state:
+        env = gitlab_mr(state) if platform == "gitlab" else {"REVIEW_DECISION": "APPROVED"}
+        passed, report, _ = run_pr(platform, gitops, **env)
+    assert not passed
+    assert "raises the Ascend weight from 5% to 20%" in report
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("approved", [False, True])
+def test_deploy_takes_the_approval_of_the_merged_change(
+    platform: str, approved: bool, gitops: dict
+) -> None:
+    repo = gitops["repo"]
+    before = git(repo, "rev-parse", "HEAD").strip()
+    set_config_value(repo, "prod", "capacity", {"totalReplicas": 6})
+    git(repo, "commit", "-qam", "merged: prod 6 NVIDIA pods")
+    merged = git(repo, "rev-parse", "HEAD").strip()
+    env = {"DEPLOYED_prod": "5"}
+    with gitlab_approvals(Approvals(approved={"7": approved}, merged_by={merged: "7"})) as state:
+        if platform == "github":
+            env |= {"MERGED_PR": "7", "REVIEW_DECISION": "APPROVED" if approved else ""}
+            env |= {"GITHUB_SHA": merged, "GITHUB_REPOSITORY": "org/gitops"}  # the runner's
+            _, results = run_up_github(gitops, before, TOKEN, **env)
+        else:
+            env |= {
+                "CI_API_V4_URL": state.url,
+                "CI_PROJECT_ID": PROJECT,
+                "GITLAB_API_TOKEN": GITLAB_TOKEN,
+                "CI_COMMIT_SHA": merged,
+            }
+            results = run_up_gitlab(gitops, before, TOKEN, **env)
+    assert ("prod", True) in results
+    configs = [argv for argv in calls(gitops["log"], ("judge",)) if "policy-config" in argv]
+    assert configs and all(("--owner-approved" in argv) is approved for argv in configs)
+    assert judge_commits(gitops["log"]) == {before}
