@@ -49,10 +49,9 @@ from policies.common import (
     kind_of,
     mapping,
     pod_template_spec,
-    subset_name,
 )
 from policies.stack_view import Item, StackView, container_images
-from policies.traffic_share import ascend_shares, nvidia_backend, percent
+from policies.traffic_share import ascend_shares, backend_workload, percent
 
 VERIFIED_IMAGE_ANNOTATION = "dualstack.io/verified-ascend-image"
 """Annotation the program puts on the Ascend Deployment (the head's own record, informative
@@ -126,27 +125,10 @@ def _tag_pattern(args: StackValidationArgs) -> re.Pattern[str]:
     return pattern
 
 
-def _routed_backend(view: StackView, config: Any, hardware: str) -> tuple[Item | None, str]:
-    """The one workload of `hardware` the routes reach, for a split without subsets (an
-    HTTPRoute to per-backend Services): Ascend's by the Ascend pods it reaches, NVIDIA's as
-    the one other workload (`traffic_share.nvidia_backend`)."""
-    shares = ascend_shares(view, config)
-    if hardware == "nvidia":
-        return nvidia_backend(shares, config)
-    found = [workload for workload, _share in shares.ascend_workloads()]
-    if len(found) == 1:
-        return found[0], ""
-    if not found:
-        return None, "no route reaches the pods of an Ascend workload"
-    return None, f"the routes reach several Ascend workloads: {', '.join(w.label for w in found)}"
-
-
 def _backend_image(view: StackView, config: Any, hardware: str) -> tuple[Item | None, Any, str]:
-    """(workload, image of its first app container, problem) of one backend: the workload
-    behind its subset, else (no DestinationRule defines it) the one the routes reach."""
-    workload, why = view.backend(subset_name(config, hardware))
-    if workload is None and not view.destination_rules:
-        workload, why = _routed_backend(view, config, hardware)
+    """(workload, image of its first app container, problem) of one backend
+    (`traffic_share.backend_workload`: behind its subset, or the one the routes reach)."""
+    workload, why = backend_workload(view, config, hardware)
     if workload is None:
         return None, None, why
     images = container_images(workload)
@@ -257,7 +239,7 @@ def precision_verified_before_promotion_validator(
     view = StackView.of(args.resources)
     shares = ascend_shares(view, config)  # where traffic really goes, every route counted
     if not shares.routes:
-        args.not_applicable("no VirtualService routes traffic")
+        args.not_applicable("no VirtualService or HTTPRoute routes traffic")
     for message, urn in shares.problems:
         report_violation(f"cannot judge the Ascend share: {message}", urn)
     weight = shares.most
@@ -315,6 +297,7 @@ POLICIES = [
                     "group `release` must be equal for both backends.",
                 },
                 **SUBSET_SCHEMAS,
+                **SHARE_SCHEMAS,  # the backends the routes reach (an HTTPRoute)
             }
         ),
     ),

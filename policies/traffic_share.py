@@ -256,3 +256,25 @@ def nvidia_backend(shares: AscendShares, config: Mapping[str, Any]) -> tuple[Ite
         return None, f"no route reaches the pods of a workload other than Ascend (subset {name!r})"
     names = ", ".join(sorted(w.label for w in found.values()))
     return None, f"the routes reach several non-Ascend workloads: {names}"
+
+
+def backend_workload(
+    view: StackView, config: Mapping[str, Any], hardware: str
+) -> tuple[Item | None, str]:
+    """The one workload serving `hardware` (`nvidia` | `ascend`), or (None, why not), under
+    either router: the workload behind its subset (`StackView.backend`); in a stack without
+    DestinationRules (an HTTPRoute to the per-backend Services) the one the routes reach:
+    Ascend's by the Ascend pods it reaches, NVIDIA's as the one other workload
+    (`nvidia_backend`). Raises ConfigError for a malformed subset, resource or pin config."""
+    workload, why = view.backend(subset_name(config, hardware))
+    if workload is not None or view.destination_rules:
+        return workload, why
+    shares = ascend_shares(view, config)
+    if hardware == "nvidia":
+        return nvidia_backend(shares, config)
+    found = [workload for workload, _share in shares.ascend_workloads()]
+    if len(found) == 1:
+        return found[0], ""
+    if not found:
+        return None, "no route reaches the pods of an Ascend workload"
+    return None, f"the routes reach several Ascend workloads: {', '.join(w.label for w in found)}"

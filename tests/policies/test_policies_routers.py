@@ -18,10 +18,11 @@ from tests.conftest import cfg
 from tests.support.policy_objects import (
     ASCEND_IMAGE,
     HOST,
+    JUDGED,
+    NVIDIA_IMAGE,
     PIN_HEADER,
     ROUTE_OBJECT,
     ROUTERS,
-    VERIFIED,
     backend_ref,
     find,
     good_stack,
@@ -39,6 +40,7 @@ TRAFFIC_POLICIES = (
     "route-weights-valid",
     "rollback-capacity",
     "precision-verified-before-promotion",
+    "safety-envelope-unchanged",
 )
 
 
@@ -48,11 +50,12 @@ def router(request) -> str:
 
 
 def judged(objects, previous: int | None, **config) -> dict[str, list[str]]:
-    """{policy: messages} of the traffic policies, each with `previousWeight` (and
+    """{policy: messages} of the traffic policies, each with what a judge writes for a plain
+    step off a base that verified the v1.2.3 pair (`JUDGED`), `previousWeight` (and
     `previousAscendImage` = the verified image) plus `config`."""
     found = {}
     for policy in TRAFFIC_POLICIES:
-        keys = dict(config)
+        keys = JUDGED.get(policy, {}) | config
         if previous is not None:
             keys |= {"previousWeight": previous, "previousAscendImage": ASCEND_IMAGE}
         result = stack_violations(policy, objects, keys)
@@ -92,12 +95,15 @@ def test_ascend_short_of_pods_for_its_share_is_refused(router):
     assert set(judged(stack(router, 50, ascend_replicas=1), 20)) == {"rollback-capacity"}
 
 
+UNVERIFIED = {"verifiedImages": [{"nvidia": NVIDIA_IMAGE, "ascend": "registry/x:v1.2.2-npu"}]}
+"""A base whose record verifies another Ascend image than the served one."""
+
+
 def test_raising_with_an_unverified_image_is_refused(router):
-    objects = stack(router, 20)
-    find(objects, "Deployment", "ascend")["metadata"]["annotations"] = {
-        VERIFIED: "registry/inference-service:v1.2.2-npu"
-    }
-    assert set(judged(objects, 5)) == {"precision-verified-before-promotion"}
+    found = judged(stack(router, 20), 5, **UNVERIFIED)
+    assert set(found) == {"precision-verified-before-promotion"}
+    [message] = found["precision-verified-before-promotion"]
+    assert f"Deployment inference/inference-green serves {NVIDIA_IMAGE} + {ASCEND_IMAGE}" in message
 
 
 def test_a_catch_all_rule_to_ascend_ahead_of_the_split_is_refused(router):
@@ -128,9 +134,7 @@ def test_the_ascend_pin_is_left_out_of_the_share(router):
     """At 5% the pin sends its testers' requests 100% to Ascend; the share stays 5%, Ascend
     needs no pods for 100%, the unverified image at weight 0 stays allowed."""
     assert judged(pinned(router, 5), 5) == {}
-    objects = pinned(router, 0)
-    find(objects, "Deployment", "ascend")["metadata"]["annotations"] = {}
-    assert judged(objects, 0) == {}
+    assert judged(pinned(router, 0), 0, **UNVERIFIED) == {}
 
 
 def test_the_pin_header_and_values_come_from_policy_config(router):
@@ -254,9 +258,7 @@ def mirrored(router: str, percent: int = 10):
 
 def test_a_mirror_at_weight_0_is_no_served_traffic(router):
     """The shadow rung: 10% copied to Ascend, whose image need not be verified yet."""
-    objects = mirrored(router)
-    find(objects, "Deployment", "ascend")["metadata"]["annotations"] = {}
-    assert judged(objects, 0) == {}
+    assert judged(mirrored(router), 0, **UNVERIFIED) == {}
 
 
 # --- HTTPRoute rules are valid splits ---------------------------------------------------------
@@ -322,27 +324,74 @@ def test_the_pin_rules_need_no_second_backend():
 IMAGE_CONFIG = {"verifiedAscendImage": ASCEND_IMAGE}
 
 
+def judged_render(render_objects, base_config, head_config, approved=False) -> dict[str, str]:
+    """{policy: message} of the mandatory violations of the head's render, judged as the base's
+    judge does: the base's facts and previous weight, the envelope between both configs."""
+    from components.settings import load_settings
+    from dualstack.offline.envelope import config_changes
+
+    base, head = load_settings(base_config), load_settings(head_config)
+    envelope = config_changes(base_config, head_config, base, head)
+    config = pack_config(head, base.ascend_weight, base, envelope=envelope, owner_approved=approved)
+    results = run_policies(render_objects(head_config), config)
+    return {r.policy: r.message for r in results if r.outcome == "violation"}
+
+
+def at(router: str, weight: int, **keys) -> dict:
+    return cfg(ascendWeight=str(weight), router=router, **IMAGE_CONFIG, **keys)
+
+
 @pytest.mark.parametrize(("previous", "weight"), [(0, 0), (5, 20), (80, 100)])
 def test_the_rendered_routers_pass_every_mandatory_policy(render_objects, router, previous, weight):
-    config = cfg(ascendWeight=str(weight), router=router, **IMAGE_CONFIG)
-    from components.settings import load_settings
-
-    objects = render_objects(config)
-    results = run_policies(objects, pack_config(load_settings(config), previous))
-    failing = [r for r in results if r.outcome == "violation"]
-    assert failing == []
+    assert judged_render(render_objects, at(router, previous), at(router, weight)) == {}
 
 
 def test_the_rendered_shadow_rung_passes_and_a_skip_from_it_does_not(render_objects, router):
-    from components.settings import load_settings
+    shadow = at(router, 0, mirrorPercent="10")
+    assert judged_render(render_objects, shadow, shadow) == {}
+    assert judged_render(render_objects, shadow, at(router, 5)) == {}  # the step leaving it
+    found = judged_render(render_objects, shadow, at(router, 20))
+    assert set(found) == {"no-unsafe-weight-jump"}
 
-    config = cfg(ascendWeight="0", mirrorPercent="10", router=router, **IMAGE_CONFIG)
-    objects = render_objects(config)
-    assert [
-        r
-        for r in run_policies(objects, pack_config(load_settings(config), 0))
-        if r.outcome == "violation"
-    ] == []
-    config = cfg(ascendWeight="20", router=router, **IMAGE_CONFIG)
-    results = run_policies(render_objects(config), pack_config(load_settings(config), 0))
-    assert {r.policy for r in results if r.outcome == "violation"} == {"no-unsafe-weight-jump"}
+
+# --- the routing keys are the safety envelope ---------------------------------------------------
+
+
+def test_switching_routers_needs_the_owners_and_then_no_raise(render_objects, router):
+    other = "gateway-api" if router == "istio" else "istio"
+    base = at(router, 20)
+    [message] = judged_render(render_objects, base, at(other, 20)).values()
+    assert message.startswith(f"router: {router} -> {other}: a change of the safety envelope")
+    assert judged_render(render_objects, base, at(other, 20), approved=True) == {}
+    found = judged_render(render_objects, base, at(other, 50), approved=True)
+    assert set(found) == {"safety-envelope-unchanged"}
+    assert "raises the Ascend weight from 20% to 50%" in found["safety-envelope-unchanged"]
+
+
+def test_a_decrease_with_a_routing_change_is_never_blocked(render_objects, router):
+    other = "gateway-api" if router == "istio" else "istio"
+    head = at(other, 5, bakeTime="1h")
+    assert judged_render(render_objects, at(router, 20), head) == {}
+
+
+def test_a_new_pin_header_is_judged_by_the_base_s_until_approved(render_objects, router):
+    """Unapproved, the head's pins carry another header than the base's: they are routes,
+    and the Ascend pin sends 100% to Ascend. Approved, the head's header is the judged one."""
+    base, head = at(router, 20), at(router, 20, testerPinning={"header": "x-team-pin"})
+    found = judged_render(render_objects, base, head)
+    assert found["safety-envelope-unchanged"].startswith(
+        "testerPinning.header: x-dualstack-hardware -> x-team-pin: a change of the safety"
+    )
+    assert "from 20% to 100%" in found["no-unsafe-weight-jump"]
+    assert judged_render(render_objects, base, head, approved=True) == {}
+
+
+def test_entering_the_shadow_rung_or_a_new_bake_time_needs_the_owners(render_objects, router):
+    base = at(router, 0)
+    for head, fact in [
+        (at(router, 0, mirrorPercent="10"), "mirrorPercent: 0 -> 10"),
+        (at(router, 0, bakeTime="0s"), "bakeTime: 24h -> 0s"),
+    ]:
+        [message] = judged_render(render_objects, base, head).values()
+        assert message.startswith(f"{fact}: a change of the safety envelope"), fact
+        assert judged_render(render_objects, base, head, approved=True) == {}
