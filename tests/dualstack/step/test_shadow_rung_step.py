@@ -59,10 +59,13 @@ def test_a_failed_read_back_restores_both_lines(root, monkeypatch):
 
 def test_promote_from_the_shadow_rung_is_one_commit_of_two_lines(root, capsys):
     """`dualstack promote --commit` at 0% + 10% mirrored: the step to 5% ends the mirror, the
-    policies pass (previous weight 0, from the base), the commit holds both lines."""
+    base's judge passes it (previous weight 0; lowering the mirror is part of the step, no
+    envelope change), the commit holds both lines."""
     from dualstack.cli import main
-    from tests.conftest import git
+    from tests.conftest import copy_code, git
 
+    copy_code(root)  # the base's judge runs the base's code
+    (root / ".gitignore").write_text("__pycache__/\n*.pyc\n", encoding="utf-8")
     git(root, "init", "-q", "-b", "main")
     git(root, "add", ".")
     git(root, "commit", "-q", "-m", "shadow rung")
@@ -80,3 +83,4 @@ def test_promote_from_the_shadow_rung_is_one_commit_of_two_lines(root, capsys):
     ]
     out = capsys.readouterr().out
     assert "| Mirrored to Ascend | 10% | 0% |" in out
+    assert "Unchanged: this is a migration step only." in out
