@@ -71,16 +71,31 @@ def _base_files(root: Path, commit: str) -> dict[str, str]:
 
 
 def require_own_code(root: Path) -> None:
-    """Raise JudgeError unless the code running now is the tree at `root` itself (the folder
-    holding `Pulumi.yaml`): the base's judge must be the base's code, never an installed copy
-    it fell back on because the base's tree has none (e.g. a base before the code existed)."""
+    """Raise JudgeError unless the code running now is the code of the checkout at `root`
+    (the folder holding `Pulumi.yaml`): the same folder, or its code packages byte for byte.
+    The base's judge must be the base's code, never an installed copy it fell back on because
+    the base's tree has none (e.g. a base before the code existed) or holds another version."""
     from dualstack.offline.protocol import JudgeError
 
     running = running_code_root()
-    if running != root.resolve():
+    if running == root.resolve():
+        return
+    try:
+        own = _running_files(root)
+        here = _running_files(running)
+    except OSError as error:
+        raise JudgeError(
+            f"the judge cannot read the code at {root}: {error} (fail closed)"
+        ) from None
+    if own is None:
         raise JudgeError(
             f"the judge at {root} runs the code at {running}, not the base's own: the base "
             "has no code to judge with (fail closed)"
+        )
+    if here != own:
+        raise JudgeError(
+            f"the judge at {root} runs the code at {running}, which differs from the base's "
+            f"own: run the base checkout's own interpreter (fail closed)"
         )
 
 

@@ -100,24 +100,18 @@ def preview(repo: Path, capsys: Any, *args: str, stack: str = "prod") -> tuple[i
     return code, captured.out, captured.err
 
 
-def run_own_code(tree: Path, *argv: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """`python -m dualstack -C tree ARGV` run by `tree`'s own code: its working tree is first
-    on PYTHONPATH, so its (possibly edited) modules are the ones imported (a head's, or a base
-    checkout's, as the pipelines run it)."""
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+def run_head(repo: Path, *argv: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """`python -m dualstack -C repo ARGV` run by the HEAD's code: the repo's working tree is
+    first on PYTHONPATH, so its (possibly edited) modules are the ones imported."""
+    env = {**os.environ, "PYTHONPATH": str(repo)}
     return subprocess.run(
-        [sys.executable, "-m", "dualstack", "-C", str(tree), *argv],
-        cwd=tree,
+        [sys.executable, "-m", "dualstack", "-C", str(repo), *argv],
+        cwd=repo,
         env=env,
         capture_output=True,
         text=True,
         timeout=timeout,
     )
-
-
-def run_head(repo: Path, *argv: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """`run_own_code` for the HEAD: the repo's (possibly edited) code runs."""
-    return run_own_code(repo, *argv, timeout=timeout)
 
 
 def failed_policies(err: str) -> set[str]:
