@@ -309,6 +309,7 @@ POLICIES = [
                 },
                 **SUBSET_SCHEMAS,
                 "ascendResource": SHARE_SCHEMAS["ascendResource"],
+                "testerPinning": SHARE_SCHEMAS["testerPinning"],
             }
         ),
     ),

@@ -37,10 +37,9 @@ from policies.common import (
     config_errors_are_violations,
     config_int,
     mapping,
-    subset_name,
 )
 from policies.stack_view import StackView, container_images
-from policies.traffic_share import ascend_shares, percent
+from policies.traffic_share import ascend_shares, backend_workload, percent
 
 APPROVAL = (
     "an owner's approval (a CODEOWNERS review on GitHub, the approval rules on GitLab; the "
@@ -76,12 +75,13 @@ def envelope_changes(config: Mapping[str, Any]) -> list[str]:
 
 def _served(view: StackView, config: Mapping[str, Any]) -> tuple[Fraction | None, dict[str, Any]]:
     """(the largest Ascend share any route sends, in %, None without routes; {hardware: first
-    app container image}). The share is where traffic really goes (`policies.traffic_share`)."""
+    app container image}). The share is where traffic really goes, under either router
+    (`policies.traffic_share`), and so are the backends (`backend_workload`)."""
     shares = ascend_shares(view, config)
     weight = shares.most if shares.routes else None
     images = {}
     for hardware in ("nvidia", "ascend"):
-        workload, _why = view.backend(subset_name(config, hardware))
+        workload, _why = backend_workload(view, config, hardware)
         found = container_images(workload) if workload is not None else []
         images[hardware] = found[0][1] if found else None
     return weight, images

@@ -32,7 +32,7 @@ from dualstack.repo.baseref import default_base
 from dualstack.repo.git import GitError
 from dualstack.repo.stack_config import find_root, load_stack_config
 from dualstack.repo.stackfile import StackFileError, stack_path
-from dualstack.step.emergency import instructions
+from dualstack.step.emergency import break_glass_patches, instructions
 from dualstack.step.pr_text import commit_message, rollback_body, rollback_title
 from dualstack.step.publish import CommitPlan, choose_branch, commit_workspace
 from dualstack.step.traffic_first import (
@@ -290,7 +290,7 @@ def run_emergency(args: argparse.Namespace, root: Path) -> int:
     for result in failed:
         plan = next(p for p in plans if p.stack == result.stack)
         print(f"Break-glass for {result.stack} without Pulumi (see README: Emergency SOP):")
-        print("\n".join(instructions(plan.before, plan.after, plan.stack)[-1:]))
+        print("\n".join(f"  {patch}" for patch in break_glass_patches(plan.after)))
     if changed:
         _print_pr_text(args, root, changed, applied, base)
     return EXIT_ERROR if failed or (changed and sha is None) else 0

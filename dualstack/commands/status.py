@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from components.settings import Settings, SettingsError, load_settings
 from dualstack.commands.machine import add_output_argument, document, emit, wants_json
+from dualstack.commands.options import PROMETHEUS_ENV
 from dualstack.commands.stacks import add_stack_argument, every_stack
-from dualstack.errors import EXIT_ERROR, EXIT_OK, EXIT_PENDING
+from dualstack.errors import EXIT_ERROR, EXIT_OK, EXIT_PENDING, UsageError
+from dualstack.gate.criteria import parse_time, parse_window
+from dualstack.gate.prometheus import PrometheusClient, PrometheusError, check_url
+from dualstack.gate.promotion import traffic_status
 from dualstack.pulumi_cli import Deployed, deployed_weight
 from dualstack.redaction import redact
 from dualstack.repo.baseref import default_base, describe
@@ -94,13 +100,48 @@ def format_status(status: dict[str, Any], settings: Settings) -> str:
         verified = status["verifiedAscendImage"] or "none recorded"
         image = f"{status['ascendImage']} (NOT verified; verified image: {verified})"
     rows = [
-        ("weight", f"{weight}% Ascend, {100 - weight}% NVIDIA"),
+        ("weight", f"{weight}% Ascend, {100 - weight}% NVIDIA" + _mirror_text(settings)),
         ("ladder", f"{ladder_text(settings)} (step {status['ladderPosition']})"),
         ("next step", next_text),
         ("Ascend image", image),
         ("deployed", status["deployed"]),
+        *_traffic_rows(status.get("traffic")),
     ]
     return "\n".join([stack, *(f"  {label:<13} {value}" for label, value in rows)]) + "\n"
+
+
+def _mirror_text(settings: Settings) -> str:
+    return f", {settings.mirror_percent}% mirrored to Ascend" if settings.mirror_percent else ""
+
+
+def _traffic_rows(traffic: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """`split` and `bake` rows from `traffic_status` (or the error that prevented them)."""
+    if traffic is None:
+        return []
+    if "error" in traffic:
+        return [("split", f"unknown: {traffic['error']}")]
+    split, bake = traffic["split"], traffic["bake"]
+    return [
+        ("split", f"{split['status']}: {split['detail']} (last {traffic['window']})"),
+        ("bake", f"{bake['status']}: {bake['detail']}"),
+    ]
+
+
+def observed_traffic(args: argparse.Namespace, settings: Settings) -> dict[str, Any] | None:
+    """`traffic_status` when a Prometheus is given (None without); its error as data when
+    Prometheus cannot answer: status still shows everything else."""
+    if not args.prometheus:
+        return None
+    try:
+        client = PrometheusClient(check_url(args.prometheus), timeout=args.timeout)
+        parse_window(args.window)
+        at = parse_time(args.at) if args.at is not None else time.time()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        return traffic_status(settings, client, args.window, at)
+    except PrometheusError as exc:
+        return {"error": str(exc)}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -109,7 +150,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="each stack's weight, ladder position, next step, verified image, drift",
         description="For each Pulumi.<stack>.yaml: the Ascend weight, its place on the "
         "ladder, the next step, the verified Ascend image, and whether the deployed weight "
-        "(asked from the Pulumi backend when the CLI is installed) differs from git. While a step "
+        "(asked from the Pulumi backend when the CLI is installed) differs from git; with "
+        "--prometheus, whether the split landed and how long the rung has held. While a step "
         "is pending (the working tree differs from the default branch, or the deployed weight "
         "from git) the next step says what to settle first. "
         "Exit 0 every stack in sync, 3 a deployed weight differs from git or a step is "
@@ -117,6 +159,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_stack_argument(parser, many=True)
     add_output_argument(parser, json_alias=True)
+    parser.add_argument(
+        "--prometheus",
+        metavar="URL",
+        default=os.environ.get(PROMETHEUS_ENV),
+        help="also compare the observed Ascend share with the recorded weight and show how "
+        f"long the rung has held (default: ${PROMETHEUS_ENV}; none: not shown)",
+    )
+    parser.add_argument(
+        "--window", default="30m", help="observe the split over the last DURATION (default: 30m)"
+    )
+    parser.add_argument(
+        "--at", metavar="TIME", help="end of the window: unix seconds or RFC 3339 (default: now)"
+    )
+    parser.add_argument("--timeout", type=float, default=10.0, help="seconds per query")
     parser.set_defaults(func=run)
 
 
@@ -136,6 +192,9 @@ def run(args: argparse.Namespace) -> int:
         deployed = deployed_weight(root, stack)
         pending = pending_step(root, stack, settings, deployed, base)
         status = stack_status(stack, settings, deployed, pending)
+        traffic = observed_traffic(args, settings)
+        if traffic is not None:
+            status["traffic"] = traffic
         results.append(status)
         blocks.append(format_status(status, settings))
     code = exit_code(results)

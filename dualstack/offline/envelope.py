@@ -1,11 +1,13 @@
 """The safety envelope: what a pull request changes besides a migration step, fact by fact.
 
-A step changes one stack's `ascendWeight` and/or its two images (`STEP_FACTS`). Everything else
-the judged stack depends on is the envelope: every other key of its stack file (any
-namespace: `capacity.totalReplicas`, `ascend.pool.labels`, `kubernetes:context`, ...), the
-evidence keys (`EVIDENCE_FACTS`: the verified images are written by the verification job,
-never by the change itself), and every file of the program, the pack, the CLI, the checker,
-the dependency files and the pipelines (`dualstack.repo.changes.PROGRAM_PATHS`, one
+A step changes one stack's `ascendWeight` and/or its two images (`STEP_FACTS`), and may lower
+the mirrored share (`STEP_LOWERS`: the step leaving the shadow rung writes `mirrorPercent: 0`,
+`dualstack.step.weights`). Everything else the judged stack depends on is the envelope: every
+other key of its stack file (any namespace: `capacity.totalReplicas`, `ascend.pool.labels`,
+`router`, `testerPinning.header`, `bakeTime`, a raise of `mirrorPercent`, `kubernetes:context`,
+...), the evidence keys (`EVIDENCE_FACTS`: the verified images are written by the verification
+job, never by the change itself), and every file of the program, the pack, the CLI, the
+checker, the dependency files and the pipelines (`dualstack.repo.changes.PROGRAM_PATHS`, one
 definition). Policy `safety-envelope-unchanged` fails on any of them without the owners'
 approval (`policies/envelope.py`).
 
@@ -29,6 +31,12 @@ STEP_FACTS = frozenset(
     {f"{PROJECT}:ascendWeight", f"{PROJECT}:nvidia.image", f"{PROJECT}:ascend.image"}
 )
 """The config facts a migration step may change on its own (dotted paths into the config)."""
+
+STEP_LOWERS = frozenset({f"{PROJECT}:mirrorPercent"})
+"""Config facts a step may lower on its own (a number that falls, as both sides' settings
+resolve it): the share mirrored to Ascend at weight 0. Lowering it puts less load on Ascend and
+serves nobody differently, like a weight decrease (never blocked); it is how a promotion leaves
+the shadow rung. A raise, or a value that is not a number, is an envelope change."""
 
 EVIDENCE_FACTS = frozenset({f"{PROJECT}:verifiedAscendImage", f"{PROJECT}:verifiedImages"})
 """Evidence the verification job records (`dualstack verify-precision`); a change of them in a
@@ -111,6 +119,15 @@ def _text(value: Any, present: bool) -> str:
     return json.dumps(value, sort_keys=True, separators=(", ", ": "))
 
 
+def _falls(before: Any, after: Any) -> bool:
+    """True when both are numbers (or number texts, as `pulumi config` stores them) and
+    `after` is the smaller."""
+    try:
+        return float(_normal(after)) < float(_normal(before))
+    except (TypeError, ValueError):
+        return False
+
+
 def _shown(path: str) -> str:
     """Project keys without their namespace (`capacity.totalReplicas`); others in full."""
     return path.removeprefix(f"{PROJECT}:")
@@ -139,7 +156,8 @@ def config_changes(
     """Every config fact that differs between the base and the head stack config, except the
     step facts (`STEP_FACTS`), sorted by path: resolved through both sides' settings (read
     by the base's code) when both are given, else as written. Values compare as `pulumi
-    config` stores them (4 and "4" are equal); a fact absent on one side shows `(unset)`."""
+    config` stores them (4 and "4" are equal); a fact absent on one side shows `(unset)`. A
+    fall of a `STEP_LOWERS` fact is part of the step, not listed."""
     both = base_settings is not None and head_settings is not None
     before = effective(base, base_settings if both else None)
     after = effective(head, head_settings if both else None)
@@ -149,6 +167,8 @@ def config_changes(
             continue
         old, new = before.get(path), after.get(path)
         if path in before and path in after and _normal(old) == _normal(new):
+            continue
+        if path in STEP_LOWERS and _falls(old, new):
             continue
         kind = "evidence" if path.partition(".")[0] in EVIDENCE_FACTS else "config"
         changes.append(

@@ -5,8 +5,9 @@ $>$<type>::<name>` (pulumi.com/docs/concepts/resources/names/#urns). Type tokens
 names come from `components/resource_names.py`, the definition the components register
 under; tests check the URNs against a render.
 
-A `kubectl patch` of the VirtualService acts at once but is overwritten by the next GitOps
-apply unless the same change lands in git (REFERENCE.md: the seed article's error).
+A `kubectl patch` of the VirtualService (or, with `router: gateway-api`, the HTTPRoute) acts
+at once but is overwritten by the next GitOps apply unless the same change lands in git
+(REFERENCE.md: the seed article's error).
 """
 
 from __future__ import annotations
@@ -15,8 +16,14 @@ import json
 import shlex
 
 from components import resource_names as names
+from components.http_route import backend_ref
 from components.settings import HARDWARE, PROJECT, Hardware, Settings
-from components.traffic import route_weights
+from components.traffic import (
+    renders_http_route,
+    renders_virtual_service,
+    route_weights,
+    split_route_index,
+)
 from components.workloads import replicas_for
 
 _TRAFFIC = names.child(names.TOP_NAME, names.TRAFFIC)
@@ -33,6 +40,21 @@ def virtual_service_urn(settings: Settings, stack: str) -> str:
     kind = f"kubernetes:{settings.istio.api_version}:VirtualService"
     types = (names.STACK_TYPE, names.TRAFFIC_TYPE, kind)
     return urn(stack, types, names.child(_TRAFFIC, names.VIRTUAL_SERVICE))
+
+
+def httproute_urn(stack: str) -> str:
+    """URN of the HTTPRoute that splits traffic with `router: gateway-api`."""
+    types = (names.STACK_TYPE, names.TRAFFIC_TYPE, names.HTTP_ROUTE_TOKEN)
+    return urn(stack, types, names.child(_TRAFFIC, names.HTTP_ROUTE))
+
+
+def traffic_urns(settings: Settings, stack: str) -> list[str]:
+    """URNs of the objects that route traffic: the HTTPRoute (gateway-api), the VirtualService
+    (istio, or classic gateways kept during a cut-over)."""
+    found = [httproute_urn(stack)] if renders_http_route(settings) else []
+    if renders_virtual_service(settings):
+        found.append(virtual_service_urn(settings, stack))
+    return found
 
 
 def deployment_urn(stack: str, hardware: Hardware) -> str:
@@ -54,10 +76,11 @@ def weight_targets(before: Settings, after: Settings, stack: str) -> list[str]:
     pipelines) targets.
 
     [NVIDIA's Deployment, only when the change needs more NVIDIA pods (capacity first: Pulumi
-    waits for the rollout), the VirtualService, the PrometheusRule when monitoring is on (it
-    records the configured weight; a stale one fires AscendNoTraffic)].
+    waits for the rollout), the traffic objects (`traffic_urns`: the HTTPRoute and/or the
+    VirtualService), the PrometheusRule when monitoring is on (it records the configured
+    weight; a stale one fires AscendNoTraffic)].
     """
-    targets = [virtual_service_urn(after, stack)]
+    targets = traffic_urns(after, stack)
     if replicas_for(after, "nvidia") > replicas_for(before, "nvidia"):
         targets.insert(0, deployment_urn(stack, "nvidia"))
     if after.monitoring.enabled:
@@ -72,18 +95,50 @@ def targeted_up(before: Settings, after: Settings, stack: str) -> str:
 
 
 def weight_patch(settings: Settings) -> list[dict]:
-    """JSON patch setting the split to `settings.ascend_weight`, guarded by `test` ops that
-    check each route still points at the subset we expect (else kubectl changes nothing)."""
+    """JSON patch setting the VirtualService's split to `settings.ascend_weight`, guarded by
+    `test` ops that check each route still points at the subset we expect (else kubectl
+    changes nothing). The split is the route after the pins (`split_route_index`)."""
     weights = route_weights(settings.ascend_weight)
+    base = f"/spec/http/{split_route_index(settings)}/route"
     tests = [
-        {"op": "test", "path": f"/spec/http/0/route/{i}/destination/subset", "value": hw}
+        {"op": "test", "path": f"{base}/{i}/destination/subset", "value": hw}
         for i, hw in enumerate(HARDWARE)
     ]
     sets = [
-        {"op": "replace", "path": f"/spec/http/0/route/{i}/weight", "value": weights[hw]}
+        {"op": "replace", "path": f"{base}/{i}/weight", "value": weights[hw]}
         for i, hw in enumerate(HARDWARE)
     ]
     return tests + sets
+
+
+def http_route_patch(settings: Settings) -> list[dict]:
+    """The same for the HTTPRoute: its split rule's backendRefs, guarded by their names."""
+    weights = route_weights(settings.ascend_weight)
+    base = f"/spec/rules/{split_route_index(settings)}/backendRefs"
+    tests = [
+        {"op": "test", "path": f"{base}/{i}/name", "value": backend_ref(settings, hw)["name"]}
+        for i, hw in enumerate(HARDWARE)
+    ]
+    sets = [
+        {"op": "replace", "path": f"{base}/{i}/weight", "value": weights[hw]}
+        for i, hw in enumerate(HARDWARE)
+    ]
+    return tests + sets
+
+
+def break_glass_patches(settings: Settings) -> list[str]:
+    """`kubectl -n NS patch <route kind> NAME --type json -p '<patch>'`, one per traffic
+    object (the HTTPRoute, then the VirtualService)."""
+    found = []
+    if renders_http_route(settings):
+        patch = json.dumps(http_route_patch(settings), separators=(",", ":"))
+        found.append(
+            f"kubectl -n {settings.namespace} patch httproutes.gateway.networking.k8s.io "
+            f"{settings.gateway_api.route_name} --type json -p {shlex.quote(patch)}"
+        )
+    if renders_virtual_service(settings):
+        found.append(break_glass_patch(settings))
+    return found
 
 
 def break_glass_patch(settings: Settings) -> str:
@@ -118,7 +173,7 @@ def instructions(before: Settings, after: Settings, stack: str) -> list[str]:
         name = after.nvidia.deployment_name
         lines.append(f"  {scale_command(after, 'nvidia')}   # first: capacity for the traffic")
         lines.append(f"  kubectl -n {after.namespace} rollout status deployment {name}")
-    lines.append(f"  {break_glass_patch(after)}")
+    lines += [f"  {patch}" for patch in break_glass_patches(after)]
     return lines
 
 

@@ -36,7 +36,7 @@ def decrease_targets(root: Path, stack: str, deployed_weight: int) -> list[str]:
     """URNs the deploy pipeline applies first when `Pulumi.<stack>.yaml` lowers the weight
     below `deployed_weight` (% from `pulumi stack output ascendWeight`); [] when it does not.
 
-    A full `pulumi up` updates the workloads before the VirtualService that depends on them
+    A full `pulumi up` updates the workloads before the traffic objects that depend on them
     (`components/stack.py`): right for a raise, but on a decrease Ascend would shrink while
     it still takes the old share. Applying these targets first moves the traffic first. The
     deployed side is the stack file with the deployed weight. Raises StackFileError or

@@ -5,6 +5,9 @@ PATH (it stores the string "N" under `dualstack-inference:ascendWeight`, REFEREN
 otherwise edits `Pulumi.<stack>.yaml` in place with `dualstack.repo.stackfile.set_config_value`,
 which keeps every comment and every other line. Either way the file is read back and
 validated, so a write that did not take is an error, not a silent no-op.
+
+Leaving the shadow rung (weight 0 with `mirrorPercent` > 0) for a weight above 0 also writes
+`mirrorPercent` 0: mirroring is allowed only at weight 0, so the step is two lines.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dualstack.pulumi_cli import config_set
 from dualstack.repo.stackfile import StackFileError, read_config, set_config_value, stack_path
 
 WEIGHT_KEY = "ascendWeight"
+MIRROR_KEY = "mirrorPercent"
 
 
 @dataclass(frozen=True)
@@ -67,8 +71,8 @@ def restore_stack_file(root: Path, stack: str, original: bytes) -> None:
     stack_path(root, stack).write_bytes(original)
 
 
-def write_weight(root: Path, stack: str, weight: int) -> str:
-    """Store `weight` as the stack's `ascendWeight`; returns how, for the user.
+def write_weight(root: Path, stack: str, weight: int, key: str = WEIGHT_KEY) -> str:
+    """Store `weight` as the stack's `key` (`ascendWeight`); returns how, for the user.
 
     Prefers `pulumi config set`; falls back to editing the stack file (from its original
     bytes, whatever a failed CLI left) when the CLI is missing or fails. Raises
@@ -76,12 +80,12 @@ def write_weight(root: Path, stack: str, weight: int) -> str:
     """
     path = stack_path(root, stack)
     original = path.read_bytes()
-    problem = config_set(root, stack, WEIGHT_KEY, str(weight))
+    problem = config_set(root, stack, key, str(weight))
     if problem is None:
-        return f"pulumi config set {WEIGHT_KEY} {weight} --stack {stack}"
+        return f"pulumi config set {key} {weight} --stack {stack}"
     if path.read_bytes() != original:
         path.write_bytes(original)
-    set_config_value(root, stack, WEIGHT_KEY, weight)
+    set_config_value(root, stack, key, weight)
     return f"edited {path.name} in place; {problem}"
 
 
@@ -93,7 +97,13 @@ def change_weight(root: Path, stack: str, before: Settings, weight: int) -> Weig
     """
     path = stack_path(root, stack)
     original = path.read_bytes()
-    method = write_weight(root, stack, weight)
+    try:
+        if weight > 0 and before.mirror_percent > 0:  # the shadow rung ends with this step
+            write_weight(root, stack, 0, MIRROR_KEY)
+        method = write_weight(root, stack, weight)
+    except BaseException:
+        restore_stack_file(root, stack, original)
+        raise
     try:
         after = load_settings(read_config(root, stack))
     except (SettingsError, StackFileError) as exc:

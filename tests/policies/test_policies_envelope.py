@@ -1,4 +1,5 @@
-"""safety-envelope-unchanged over hand-built stacks: the owners' approval, decreases, raises."""
+"""safety-envelope-unchanged over hand-built stacks under both routers (VirtualService +
+DestinationRule, HTTPRoute to the direct Services): the owners' approval, decreases, raises."""
 
 from __future__ import annotations
 
@@ -7,30 +8,42 @@ import pytest
 from tests.support.policy_objects import (
     ASCEND_IMAGE,
     NVIDIA_IMAGE,
+    ROUTERS,
     find,
-    good_stack,
     stack_violations,
 )
+from tests.support.policy_objects import good_stack as stack_of
 
 CHANGE = {"fact": "capacity.totalReplicas", "before": "4", "after": "1", "kind": "config"}
 FILE = {"fact": "policies/traffic.py", "before": "at base", "after": "modified", "kind": "file"}
 IMAGES = {"nvidia": NVIDIA_IMAGE, "ascend": ASCEND_IMAGE}
 
 
+@pytest.fixture(params=ROUTERS, autouse=True)
+def router(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def good_stack(router):
+    """`good_stack(weight)` under the test's router."""
+    return lambda weight: stack_of(weight, router=router)
+
+
 def envelope(objects, **config):
     return stack_violations("safety-envelope-unchanged", objects, config)
 
 
-def test_no_change_passes():
+def test_no_change_passes(good_stack):
     assert envelope(good_stack(20), envelopeChanges=[], previousWeight=5) == []
 
 
-def test_without_the_judge_s_facts_it_fails_closed():
+def test_without_the_judge_s_facts_it_fails_closed(good_stack):
     [message] = envelope(good_stack(20), previousWeight=20)
     assert message.startswith("policy config envelopeChanges is absent: the base's judge")
 
 
-def test_each_unapproved_change_is_one_violation_naming_the_fact():
+def test_each_unapproved_change_is_one_violation_naming_the_fact(good_stack):
     found = envelope(good_stack(20), envelopeChanges=[CHANGE, FILE], previousWeight=20)
     assert [message.split(": a change")[0] for message in found] == [
         "capacity.totalReplicas: 4 -> 1",
@@ -40,16 +53,16 @@ def test_each_unapproved_change_is_one_violation_naming_the_fact():
 
 
 @pytest.mark.parametrize(("previous", "weight"), [(50, 20), (100, 0), (20, 5)])
-def test_a_decrease_is_never_blocked(previous, weight):
+def test_a_decrease_is_never_blocked(good_stack, previous, weight):
     assert envelope(good_stack(weight), envelopeChanges=[CHANGE], previousWeight=previous) == []
 
 
-def test_an_approved_change_without_a_move_passes():
+def test_an_approved_change_without_a_move_passes(good_stack):
     config = {"envelopeChanges": [CHANGE], "ownerApproved": True, "previousImages": IMAGES}
     assert envelope(good_stack(20), previousWeight=20, **config) == []
 
 
-def test_an_approved_change_with_a_raise_fails():
+def test_an_approved_change_with_a_raise_fails(good_stack):
     config = {"envelopeChanges": [CHANGE], "ownerApproved": True, "previousImages": IMAGES}
     [message] = envelope(good_stack(50), previousWeight=20, **config)
     assert message.startswith(
@@ -58,7 +71,7 @@ def test_an_approved_change_with_a_raise_fails():
     )
 
 
-def test_an_approved_change_with_a_new_image_fails():
+def test_an_approved_change_with_a_new_image_fails(good_stack):
     stack = good_stack(20)
     container = find(stack, "Deployment", "nvidia")["spec"]["template"]["spec"]["containers"][0]
     container["image"] = "registry/inference-service:v1.2.4-cuda"
@@ -69,7 +82,7 @@ def test_an_approved_change_with_a_new_image_fails():
     )
 
 
-def test_an_approved_first_deploy_may_start_at_zero_only():
+def test_an_approved_first_deploy_may_start_at_zero_only(good_stack):
     new_stack = [{**CHANGE, "fact": "Pulumi.canary.yaml", "kind": "stack"}]
     assert envelope(good_stack(0), envelopeChanges=new_stack, ownerApproved=True) == []
     [message] = envelope(good_stack(5), envelopeChanges=new_stack, ownerApproved=True)
@@ -87,6 +100,6 @@ def test_an_approved_first_deploy_may_start_at_zero_only():
         ({"envelopeChanges": [CHANGE], "ownerApproved": "yes"}, "policy config ownerApproved"),
     ],
 )
-def test_a_malformed_config_fails_closed(config, start):
+def test_a_malformed_config_fails_closed(good_stack, config, start):
     [message] = envelope(good_stack(20), previousWeight=20, **config)
     assert message.startswith(start)

@@ -172,7 +172,7 @@ def test_gate_json_carries_each_criterion_and_its_numbers(gate_project, promethe
     (healthy,) = doc["stacks"]
     assert healthy["prometheus"] == prometheus and healthy["at"] == END
     by_key = {c["key"]: c for c in healthy["criteria"]}
-    assert [c["status"] for c in healthy["criteria"]] == ["PASS"] * 4
+    assert [c["status"] for c in healthy["criteria"]] == ["PASS"] * 6  # split and bake too
     errors = by_key["error-ratio"]
     assert errors["ascendValue"] == pytest.approx(HEALTHY["ascend"]["errors"])
     assert errors["nvidiaValue"] == pytest.approx(HEALTHY["nvidia"]["errors"])

@@ -81,6 +81,48 @@ def test_every_other_key_is_a_fact_with_its_kind():
     ]
 
 
+def resolved_changes(base, head):
+    return describe(config_changes(base, head, load_settings(base), load_settings(head)))
+
+
+def test_the_routing_keys_are_envelope_facts():
+    """Issue 14's keys: the router, the tester pins, the bake time, and a raise of the
+    mirrored share each need the owners."""
+    base = cfg(ascendWeight="0")
+    head = cfg(
+        ascendWeight="0",
+        router="gateway-api",
+        testerPinning={"header": "x-team-pin"},
+        bakeTime="1h",
+        mirrorPercent="10",
+    )
+    assert resolved_changes(base, head) == [
+        "bakeTime: 24h -> 1h",
+        "mirrorPercent: 0 -> 10",
+        "router: istio -> gateway-api",
+        "testerPinning.header: x-dualstack-hardware -> x-team-pin",
+    ]
+    assert resolved_changes(base, cfg(ascendWeight="0", testerPinning={"enabled": False})) == [
+        "testerPinning.enabled: true -> false"
+    ]
+
+
+def test_leaving_the_shadow_rung_is_a_step():
+    """The promotion from the shadow rung writes mirrorPercent 0 with the new weight
+    (`dualstack.step.weights`); lowering the mirror is part of the step, raising it is not."""
+    shadow = cfg(ascendWeight="0", mirrorPercent="10")
+    assert resolved_changes(shadow, cfg(ascendWeight="5", mirrorPercent="0")) == []
+    assert resolved_changes(shadow, cfg(ascendWeight="5")) == []  # the key removed: default 0
+    assert resolved_changes(shadow, cfg(ascendWeight="0", mirrorPercent="5")) == []
+    assert resolved_changes(shadow, cfg(ascendWeight="0", mirrorPercent="20")) == [
+        "mirrorPercent: 10 -> 20"
+    ]
+    assert describe(config_changes(shadow, cfg(ascendWeight="0", mirrorPercent="5"))) == []
+    assert describe(config_changes(shadow, cfg(ascendWeight="5"))) == [
+        "mirrorPercent: 10 -> (unset)"  # as written, an absent key is no number: fail closed
+    ]
+
+
 def test_a_new_stack_file_is_one_change(tmp_path):
     files = [EnvelopeChange("dualstack/cli.py", "at base", "modified", "file")]
     assert describe(envelope_changes(None, cfg(ascendWeight="0"), files, "canary")) == [

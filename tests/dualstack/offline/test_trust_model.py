@@ -352,3 +352,69 @@ def test_an_approved_change_may_not_switch_images_either(repo, capsys):
     assert code == 1
     assert failed_policies(err) == {ENVELOPE}
     assert f"changes the ascend image {V123['ascend']} -> {V124['ascend']}" in err
+
+
+# ------------------------------------------------------------- both routers (issue 14)
+
+
+def test_the_base_judges_the_head_s_httproute(repo, capsys):
+    """Under `router: gateway-api` the head's HTTPRoute reaches the base's pack: a step passes
+    (its backends and their verified pair found through the route), a skip is refused by name."""
+    at(repo, 5, router="gateway-api")
+    head(repo, ascendWeight="20")
+    code, out, err = preview(repo, capsys)
+    assert code == 0, out + err
+    head(repo, ascendWeight="100")
+    code, _out, err = preview(repo, capsys)
+    assert code == 1
+    assert "no-unsafe-weight-jump" in failed_policies(err)
+    assert "HTTPRoute inference/inference-route" in err
+    assert "raises the Ascend weight from 5% to 100%" in err
+
+
+def test_switching_routers_is_an_envelope_change(repo, capsys):
+    at(repo, 5)
+    head(repo, router="gateway-api")
+    code, out, err = preview(repo, capsys)
+    assert code == 1
+    assert failed_policies(err) == {ENVELOPE}
+    assert "router: istio -> gateway-api" in out
+    code, out, err = preview(repo, capsys, "--owner-approved")
+    assert code == 0, out + err
+    head(repo, ascendWeight="20")
+    code, _out, err = preview(repo, capsys, "--owner-approved")
+    assert code == 1
+    assert "raises the Ascend weight from 5% to 20%" in err
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "fact"),
+    [
+        ("mirrorPercent", "10", "mirrorPercent: 0 -> 10"),
+        ("bakeTime", "1h", "bakeTime: 24h -> 1h"),
+        ("testerPinning", {"enabled": False}, "testerPinning.enabled: true -> false"),
+    ],
+)
+def test_the_shadow_rung_pins_and_bake_time_need_the_owners(repo, capsys, key, value, fact):
+    at(repo, 0)
+    head(repo, **{key: value})
+    code, out, err = preview(repo, capsys)
+    assert code == 1
+    assert failed_policies(err) == {ENVELOPE}
+    assert fact in out
+
+
+def test_leaving_the_shadow_rung_is_a_plain_step(repo, capsys):
+    at(repo, 0, mirrorPercent="10")
+    head(repo, ascendWeight="5", mirrorPercent="0")
+    code, out, err = preview(repo, capsys)
+    assert code == 0, out + err
+    assert failed_policies(err) == set()
+
+
+def test_a_rollback_with_a_router_switch_is_never_blocked(repo, capsys):
+    at(repo, 20, router="gateway-api")
+    head(repo, ascendWeight="5", router="istio")
+    code, out, err = preview(repo, capsys)
+    assert code == 0, out + err
+    assert "router: gateway-api -> istio" in out
