@@ -1,20 +1,33 @@
 # The README's two commands: `make preview` (the main job, offline) and `make test`.
-# Each creates its own virtualenv on a fresh machine.
+# Each creates its own virtualenv on a fresh machine, from the hashed lockfile.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --quiet --disable-pip-version-check
 STACK ?= prod
+LOCK_FLAGS := --quiet --generate-hashes --allow-unsafe --strip-extras --all-build-deps \
+	--no-emit-index-url --no-emit-find-links
 
-.PHONY: venv preview render test lint format bench tools checkov mutate mutate-changed clean
+.PHONY: venv lock preview render test lint format bench completion tools checkov mutate \
+	mutate-changed clean
 CHECKOV := .ci/checkov-venv/bin/checkov
 STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+## Every package at the version and hash requirements-dev.lock names (the build backend
+## included, so the project itself is built without fetching anything unpinned).
+$(VENV)/.installed: pyproject.toml requirements-dev.lock
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(PIP) install --require-hashes --no-deps -r requirements-dev.lock
+	$(PIP) install --no-deps --no-build-isolation -e .
 	touch $@
+
+## Re-resolve both lockfiles from pyproject.toml (UPGRADE=--upgrade for newer releases).
+lock: venv
+	$(VENV)/bin/pip-compile $(LOCK_FLAGS) $(UPGRADE) -o requirements.lock pyproject.toml
+	$(VENV)/bin/pip-compile $(LOCK_FLAGS) $(UPGRADE) --extra dev -o requirements-dev.lock \
+		pyproject.toml
 
 ## The main job: what the next ladder step would change on STACK, offline (no cluster, no CLI).
 preview: venv
@@ -49,6 +62,12 @@ format: venv
 	$(PY) -m ruff format .
 	$(PY) -m ruff check --fix .
 
+## Shell completion scripts: completion/dualstack.bash and completion/_dualstack (zsh).
+completion: venv
+	mkdir -p completion
+	$(VENV)/bin/dualstack completion bash > completion/dualstack.bash
+	$(VENV)/bin/dualstack completion zsh > completion/_dualstack
+
 ## Speed figures quoted in the issue notes.
 bench: venv tools
 	$(PY) -m pytest -q -p no:randomly --benchmark-enable -m benchmark tests
@@ -63,4 +82,5 @@ mutate-changed: venv tools
 	$(PY) .ci/mutate --changed
 
 clean:
-	rm -rf $(VENV) .ci/checkov-venv .pytest_cache .benchmarks build *.egg-info out/checkov mutants
+	rm -rf $(VENV) .ci/checkov-venv .pytest_cache .benchmarks build *.egg-info out/checkov \
+		completion mutants

@@ -28,6 +28,7 @@ COMMANDS = (
     "precision_check",
     "verify_precision",
     "ci",
+    "completion",
 )
 """Modules of `dualstack.commands`; each has `register(subparsers)` setting `func`."""
 

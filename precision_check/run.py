@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Mapping
 
+from . import progress
 from .accuracy import Accuracy, is_correct
 from .backend import Backend, DeadlineReached, request_body
 from .compare import Difference, compare, snippet
@@ -90,6 +91,7 @@ def run_check(options: Options, prompts: list[Prompt]) -> Report:
                 continue
             if isinstance(outcome, Answer):
                 answers[hw][key] = outcome
+                progress.report(sum(map(len, answers.values())), expected)
             elif isinstance(outcome, DeadlineReached):
                 out_of_time = True
             elif isinstance(outcome, CheckError):

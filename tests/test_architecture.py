@@ -63,6 +63,7 @@ def test_a_program_module_importing_the_cli_breaks_the_contract(tmp_path: Path) 
         "precision_check",
         "verify_precision",
         "ci",
+        "completion",
     ):
         (commands / f"{verb}.py").write_text("")
     (tmp_path / "components" / "stack.py").write_text("import dualstack.commands.render\n")

@@ -3,6 +3,8 @@
 - `changed-stacks --base REF`: touched stacks in deploy order (staging before prod).
 - `report --dir DIR --stacks "S ..." --output FILE`: the pull-request comment; exit code is
   the check's verdict (0 pass, 1 mandatory violation or failed check, 2 error).
+- `junit --dir DIR --stacks "S ..." --output FILE`: the same checks as JUnit XML (each part,
+  policy and gate criterion a test case) for GitLab's widget and GitHub's check summary.
 - `gitlab-note FILE`: post or update that comment on the merge request.
 - `rollback-targets --stack S`: the URNs the emergency rollback's `pulumi up --target` takes.
 """
@@ -17,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dualstack.ci.gitlab_note import GitLabNoteError, MergeRequest, upsert_note
+from dualstack.ci.junit import junit_xml, suites, summary_markdown
 from dualstack.ci.report import read_results, render, verdict
 from dualstack.commands.arg_types import weight
 from dualstack.repo.changes import ChangesError, changed_stacks
@@ -62,6 +65,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     report.add_argument("--output", type=Path, required=True, help="Markdown file to write")
     report.add_argument("--heading", default="dualstack pull-request check")
     report.set_defaults(func=run_report)
+
+    junit = steps.add_parser(
+        "junit",
+        help="the recorded checks as JUnit XML (GitLab MR widget, GitHub check summary)",
+        description="Read DIR/<stack>/ as `report` does, plus the preview's and the gate's "
+        "JSON documents (offline-preview.json, gate.json), and write JUnit XML: per stack a "
+        "suite of the pipeline parts, one of the policies and one of the gate criteria. "
+        "Exit 0 when written, whatever the cases say (`report` gives the verdict).",
+    )
+    junit.add_argument("--dir", type=Path, required=True, help="where the checks recorded")
+    junit.add_argument("--stacks", default="", help="the changed stacks, space-separated")
+    junit.add_argument("--output", type=Path, required=True, help="JUnit XML file to write")
+    junit.add_argument(
+        "--summary", type=Path, metavar="FILE", help="also append a Markdown table to FILE"
+    )
+    junit.add_argument("--name", default="dualstack pull-request check")
+    junit.set_defaults(func=run_junit)
 
     note = steps.add_parser(
         "gitlab-note",
@@ -139,6 +159,19 @@ def run_report(args: argparse.Namespace) -> int:
     table = [line for line in text.splitlines() if line.startswith(("###", "|"))]
     print("\n".join(table))
     return verdict(results)
+
+
+def run_junit(args: argparse.Namespace) -> int:
+    stacks = args.stacks.replace(",", " ").split()
+    found = suites(args.dir, read_results(args.dir, stacks))
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(junit_xml(found, args.name), encoding="utf-8")
+    cases = sum(len(s.cases) for s in found)
+    print(f"wrote {args.output}: {len(found)} suites, {cases} test cases", file=sys.stderr)
+    if args.summary is not None:
+        with args.summary.open("a", encoding="utf-8") as summary:
+            summary.write(summary_markdown(found))
+    return 0
 
 
 def run_gitlab_note(args: argparse.Namespace) -> int:

@@ -6,7 +6,20 @@ import argparse
 from pathlib import Path
 
 from components.settings import load_settings
-from dualstack.commands.options import add_gate_arguments, run_gate
+from dualstack.commands.machine import (
+    add_json_file_argument,
+    add_output_argument,
+    document,
+    emit,
+    human_text_to_stderr,
+    wants_json,
+    write_json_file,
+)
+from dualstack.commands.options import add_gate_arguments, gate_setup, run_gate
+from dualstack.commands.output_paths import check_output_file
+from dualstack.commands.stacks import add_stack_argument, every_stack
+from dualstack.errors import EXIT_FAILED, EXIT_OK
+from dualstack.gate.report import report_data
 from dualstack.repo.stack_config import find_root, load_stack_config
 
 
@@ -18,15 +31,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "against NVIDIA: enough requests, 5xx ratio within the margin, p99 within the factor "
         "(or under the absolute SLO), precision check passed for the served image. Each "
         "criterion is PASS, FAIL or NO_DATA; NO_DATA (no, stale or sparse data) never "
-        "passes. Exit 0 when every required criterion passes, 1 otherwise, 2 when "
-        "Prometheus is unreachable or answers with something that is not a query result.",
+        "passes. Without -s, every stack is judged. Exit 0 when every required criterion of "
+        "every stack passes, 1 otherwise, 2 when Prometheus is unreachable or answers with "
+        "something that is not a query result.",
     )
-    parser.add_argument("--stack", default="prod", help="stack name (default: prod)")
+    add_stack_argument(parser, many=True)
     add_gate_arguments(parser)
+    add_output_argument(parser)
+    add_json_file_argument(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     root = find_root(Path(args.cwd) if args.cwd else None)
-    settings = load_settings(load_stack_config(root, args.stack))
-    return 0 if run_gate(args, settings).passed else 1
+    stacks = every_stack(root, args.stack)
+    settings = {stack: load_settings(load_stack_config(root, stack)) for stack in stacks}
+    setup = gate_setup(args)
+    check_output_file(args.json_file, "--json-file")
+    runs = []
+    with human_text_to_stderr(args):
+        for index, stack in enumerate(stacks):
+            if index:
+                print()
+            runs.append(run_gate(args, settings[stack], stack, setup))
+    passed = all(run.report.passed for run in runs)
+    if args.markdown is not None:
+        text = "\n".join(run.markdown or "" for run in runs)
+        args.markdown.write_text(text, encoding="utf-8")
+    doc = document("gate", passed=passed, stacks=[report_data(r.report) for r in runs])
+    write_json_file(args, doc)
+    if wants_json(args):
+        emit(doc)
+    return EXIT_OK if passed else EXIT_FAILED

@@ -9,6 +9,7 @@ from pathlib import Path
 from components.settings import load_settings
 from dualstack.commands.arg_types import weight
 from dualstack.commands.output_paths import check_output_file
+from dualstack.commands.stacks import add_stack_argument, one_stack
 from dualstack.errors import UsageError
 from dualstack.offline.policy_config import base_settings_at, pack_config, write_config
 from dualstack.pulumi_cli import read_deployed_weight
@@ -25,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the stack file at that git ref, so the change under review cannot loosen them. "
         "Exit 0 written, 2 the weight or the base could not be read (nothing written).",
     )
-    parser.add_argument("--stack", default="prod", help="stack name (default: prod)")
+    add_stack_argument(parser)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
         "--from-stack-output",
@@ -57,6 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     root = find_root(Path(args.cwd) if args.cwd else None)
+    args.stack = one_stack(root, args.stack, "policy-config")
     settings = load_settings(load_stack_config(root, args.stack))
     check_output_file(args.output, "--output")
     if args.previous_weight is not None and args.previous_weight not in settings.ladder:

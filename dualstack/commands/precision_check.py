@@ -1,7 +1,9 @@
 """`dualstack precision-check`: compare the answers of the NVIDIA and the Ascend backend.
 
 The same checker the in-cluster Job runs (`precision_check`), with the same flags;
-run it against both direct Services, e.g. through `kubectl port-forward`.
+run it against both direct Services, e.g. through `kubectl port-forward`. `--json FILE`
+writes the checker's report (docs/OUTPUT.md, "The precision-check report"), the object
+`verify-precision -o json` carries as `check`.
 """
 
 from __future__ import annotations
@@ -28,12 +30,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "logprobs, deadline).",
     )
     checker.add_arguments(parser)
+    parser.add_argument(
+        "--json-file",
+        dest="json_report",
+        default=argparse.SUPPRESS,
+        metavar="FILE",
+        help="same as --json FILE: write the checker's JSON report to FILE",
+    )
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show the answers so far on stderr (default: only when stderr is a terminal)",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from precision_check.progress import Progress, reporting, wanted
+
     check_report_path(args)
-    return checker.run_cli(args)
+    progress = Progress("precision check", "answers") if wanted(args.progress) else None
+    with reporting(progress):
+        return checker.run_cli(args)
 
 
 REPORT_FIELDS = ("json_report", "markdown_report")

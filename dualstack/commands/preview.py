@@ -7,8 +7,19 @@ import sys
 from pathlib import Path
 
 from components.settings import load_settings
-from dualstack.errors import UsageError
+from dualstack.commands.machine import (
+    add_json_file_argument,
+    add_output_argument,
+    document,
+    emit,
+    wants_json,
+    write_json_file,
+)
+from dualstack.commands.output_paths import check_output_file
+from dualstack.commands.stacks import add_stack_argument, every_stack
+from dualstack.errors import EXIT_FAILED, EXIT_OK, UsageError
 from dualstack.offline.preview import build_preview, format_preview
+from dualstack.offline.preview_data import preview_data
 from dualstack.repo.baseref import default_base
 from dualstack.repo.stack_config import find_root, load_stack_config
 
@@ -28,10 +39,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="what a migration step changes, against a git base (offline)",
         description="Render the stack from the working tree and from BASE's config, run the "
         "policy pack over the head (previous weight = BASE's), then print the weight move, the "
-        "replica move, each policy's result, each object's change and a unified diff. Exit 0 "
-        "ok, 1 a mandatory policy is violated, 2 the preview could not be built.",
+        "replica move, each policy's result, each object's change and a unified diff. Without "
+        "-s, every stack is previewed. Exit 0 ok, 1 a mandatory policy is violated, 2 the "
+        "preview could not be built.",
     )
-    parser.add_argument("--stack", default="prod", help="stack name (default: prod)")
+    add_stack_argument(parser, many=True)
     parser.add_argument(
         "--base",
         default=None,
@@ -51,6 +63,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="preview the next ladder step: the head with ascendWeight one step up",
     )
+    add_output_argument(parser)
+    add_json_file_argument(parser)
     parser.set_defaults(func=run)
 
 
@@ -58,15 +72,25 @@ def run(args: argparse.Namespace) -> int:
     """Run `dualstack preview`; returns the exit code (errors propagate to `cli.main`)."""
     root = find_root(Path(args.cwd) if args.cwd else None)
     base = args.base if args.base is not None else default_base(root)
-    overrides = list(args.set)
-    if args.next:
-        overrides.append(f"ascendWeight={next_step(root, args.stack, overrides)}")
-    preview = build_preview(root, args.stack, base, overrides)
-    sys.stdout.write(format_preview(preview))
-    violated = sorted({result.policy for result in preview.violations})
-    if violated:
-        print(f"policy check failed: {', '.join(violated)}", file=sys.stderr)
-        for result in preview.violations:
-            print(f"  {result.policy}: {result.message}", file=sys.stderr)
-        return 1
-    return 0
+    check_output_file(args.json_file, "--json-file")
+    previews = []
+    for stack in every_stack(root, args.stack):
+        overrides = list(args.set)
+        if args.next:
+            overrides.append(f"ascendWeight={next_step(root, stack, overrides)}")
+        previews.append(build_preview(root, stack, base, overrides))
+    for index, preview in enumerate(previews):
+        if not wants_json(args):
+            sys.stdout.write(("\n" if index else "") + format_preview(preview))
+        violated = sorted({result.policy for result in preview.violations})
+        if violated:
+            where = f" (stack {preview.stack})" if len(previews) > 1 else ""
+            print(f"policy check failed{where}: {', '.join(violated)}", file=sys.stderr)
+            for result in preview.violations:
+                print(f"  {result.policy}: {result.message}", file=sys.stderr)
+    passed = all(not preview.violations for preview in previews)
+    doc = document("preview", passed=passed, stacks=[preview_data(p) for p in previews])
+    write_json_file(args, doc)
+    if wants_json(args):
+        emit(doc)
+    return EXIT_OK if passed else EXIT_FAILED

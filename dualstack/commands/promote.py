@@ -7,19 +7,29 @@ import sys
 from pathlib import Path
 
 from components.settings import Settings, SettingsError, load_settings
+from dualstack.commands.machine import (
+    add_output_argument,
+    document,
+    emit,
+    human_text_to_stderr,
+    wants_json,
+)
 from dualstack.commands.options import (
     add_gate_arguments,
     add_pr_arguments,
     commit_plan,
+    gate_setup,
     policy_refusal,
     publish,
     run_gate,
 )
 from dualstack.commands.output_paths import check_output_file
+from dualstack.commands.stacks import add_stack_argument, one_stack
 from dualstack.errors import UsageError
 from dualstack.gate.criteria import GateReport
-from dualstack.gate.report import format_markdown, verdict
+from dualstack.gate.report import report_data, verdict
 from dualstack.offline.preview import Preview, build_preview, format_preview
+from dualstack.offline.preview_data import policy_data, preview_data
 from dualstack.pulumi_cli import StackOutputError, deployed_weight
 from dualstack.repo.baseref import default_base, describe
 from dualstack.repo.stack_config import find_root, load_stack_config
@@ -44,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "from the base's or the deployed one). Exit 0 done (or nothing left at 100%), 1 gate "
         "failed or the step breaks a mandatory policy (file restored), 2 error.",
     )
-    parser.add_argument("--stack", default="prod", help="stack name (default: prod)")
+    add_stack_argument(parser)
     add_gate_arguments(parser)
     parser.add_argument("--skip-gate", action="store_true", help="promote without the gate")
     parser.add_argument("--reason", help="why the gate is skipped (required with --skip-gate)")
@@ -52,6 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--base", metavar="GIT_REF", help="preview against this ref (default: as `preview`)"
     )
     add_pr_arguments(parser)
+    add_output_argument(parser)
     parser.set_defaults(func=run)
 
 
@@ -119,22 +130,45 @@ def _commit_note(report: GateReport | None, reason: str | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     user_root = find_root(Path(args.cwd) if args.cwd else None)
+    args.stack = one_stack(user_root, args.stack, "promote")
     load_settings(load_stack_config(user_root, args.stack))
     reason = _check_options(args)
     check_output_file(args.body_file, "--body-file")
     check_output_file(args.markdown, "--markdown")
     plan = commit_plan(args, user_root)
-    with commit_workspace(user_root, plan, args.stack) as root:
-        return _promote(args, root, plan, reason)
+    result: dict = {}
+    with human_text_to_stderr(args), commit_workspace(user_root, plan, args.stack) as root:
+        code = _promote(args, root, plan, reason, result)
+    if wants_json(args):
+        emit(document("promote", stack=args.stack, **result))
+    return code
 
 
 def _promote(
-    args: argparse.Namespace, root: Path, plan: CommitPlan | None, reason: str | None
+    args: argparse.Namespace,
+    root: Path,
+    plan: CommitPlan | None,
+    reason: str | None,
+    result: dict,
 ) -> int:
-    """The promotion, written in `root` (the user's tree, or the default branch's worktree)."""
+    """The promotion, written in `root` (the user's tree, or the default branch's worktree).
+    Fills `result` with the fields of `dualstack/promote/v1` (docs/OUTPUT.md)."""
     settings = load_settings(load_stack_config(root, args.stack))
     target = settings.next_step
+    result.update(
+        result="at-top",
+        fromWeight=settings.ascend_weight,
+        toWeight=target,
+        method=None,
+        gate=None,
+        gateSkipped=reason,
+        preview=None,
+        violations=[],
+        pr=None,
+        commit=None,
+    )
     if target is None:
+        result["toWeight"] = settings.ascend_weight
         print(
             f"Stack {args.stack} is at {settings.ascend_weight}% Ascend, the top of the ladder: "
             "nothing left to promote."
@@ -147,10 +181,15 @@ def _promote(
     base = args.base if args.base is not None else default_base(root)
     _check_pending(root, args.stack, settings, base)
     _check_deployed(root, args.stack, settings)
-    report = None
+    report, gate_markdown = None, None
     if reason is None:
-        report = run_gate(args, settings)
+        gate = run_gate(args, settings, args.stack, gate_setup(args), markdown=True)
+        report, gate_markdown = gate.report, gate.markdown
+        if args.markdown is not None:
+            args.markdown.write_text(gate_markdown or "", encoding="utf-8")
+        result["gate"] = report_data(report)
         if not report.passed:
+            result["result"] = "gate-failed"
             print(
                 f"error: gate {verdict(report)}: stack {args.stack} stays at "
                 f"{settings.ascend_weight}%",
@@ -160,7 +199,10 @@ def _promote(
     original = path.read_bytes()
     change = change_weight(root, args.stack, settings, target)
     preview = build_checked_preview(root, args.stack, base, original)
+    result.update(method=change.method, preview=preview_data(preview))
     if preview.violations:
+        result["result"] = "policy-violation"
+        result["violations"] = [policy_data(v) for v in preview.violations]
         restore_stack_file(root, args.stack, original)
         stays = f"stack {args.stack} stays at {settings.ascend_weight}%"
         for line in policy_refusal(preview.violations, path.name, stays):
@@ -170,9 +212,8 @@ def _promote(
         print()  # after the gate table
     print(f"Set ascendWeight {settings.ascend_weight} -> {target}: {change.method}")
     title = promotion_title(change)
-    body = promotion_body(
-        change, format_markdown(report) if report else None, reason, format_preview(preview)
-    )
+    body = promotion_body(change, gate_markdown, reason, format_preview(preview))
     commit = None if plan is None else (plan, branch, original)
-    publish(args, root, commit, title, body, [_commit_note(report, reason)])
+    result["commit"] = publish(args, root, commit, title, body, [_commit_note(report, reason)])
+    result.update(result="promoted", pr={"title": title, "body": body})
     return 0

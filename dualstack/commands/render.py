@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from dualstack.commands.output_paths import check_output_dir
+from dualstack.commands.stacks import add_stack_argument, one_stack
 from dualstack.offline.render import file_name, render, to_yaml
 from dualstack.offline.schemas import validate_objects
 from dualstack.repo.stack_config import find_root, load_stack_config
@@ -64,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "every object as multi-document YAML, sorted by kind, namespace and name. Every "
         "object is schema-validated first.",
     )
-    parser.add_argument("--stack", default="prod", help="stack name (default: prod)")
+    add_stack_argument(parser)
     parser.add_argument(
         "--set",
         action="append",
@@ -85,6 +86,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run `dualstack render`; returns the exit code (errors propagate to `cli.main`)."""
     root = find_root(Path(args.cwd) if args.cwd else None)
+    args.stack = one_stack(root, args.stack, "render")
     if args.output is not None:
         check_output_dir(args.output, "--output")
     _settings, objects = render(load_stack_config(root, args.stack, args.set), args.stack)

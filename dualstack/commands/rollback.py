@@ -11,11 +11,20 @@ from pathlib import Path
 
 from components.settings import SettingsError, load_settings
 from dualstack.commands.arg_types import whole_number
+from dualstack.commands.machine import (
+    add_output_argument,
+    document,
+    emit,
+    human_text_to_stderr,
+    wants_json,
+)
 from dualstack.commands.options import add_pr_arguments, commit_plan, policy_refusal, publish
 from dualstack.commands.output_paths import check_output_file
+from dualstack.commands.stacks import add_stack_argument, one_stack
 from dualstack.errors import EXIT_ERROR, UsageError
 from dualstack.offline.policy_run import PolicyResult, blocking
 from dualstack.offline.preview import Side, build_preview, check_policies, format_preview
+from dualstack.offline.preview_data import policy_data, preview_data
 from dualstack.offline.render import RenderError, render
 from dualstack.offline.schemas import SchemaError
 from dualstack.repo.baseref import default_base
@@ -56,12 +65,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "first (cancel the running update, apply the traffic objects, then commit; README "
         "Emergency SOP).",
     )
-    parser.add_argument("--stack", default="prod", help="stack name (default: prod)")
+    add_stack_argument(parser)
     parser.add_argument(
         "--to", type=whole_number, default=0, metavar="N", help="target ladder step (default: 0)"
     )
     add_pr_arguments(parser)
     _add_emergency_arguments(parser)
+    add_output_argument(parser)
     parser.set_defaults(func=run)
 
 
@@ -98,18 +108,38 @@ def _render_side(root: Path, stack: str) -> Side | None:
 def run(args: argparse.Namespace) -> int:
     user_root = find_root(Path(args.cwd) if args.cwd else None)
     if args.emergency or args.all or args.dry_run:
+        if args.emergency and not args.all:
+            args.stack = one_stack(user_root, args.stack, "rollback")
         return run_emergency(args, user_root)
+    args.stack = one_stack(user_root, args.stack, "rollback")
     rollback_target(load_settings(load_stack_config(user_root, args.stack)), args.to)
     check_output_file(args.body_file, "--body-file")
     plan = commit_plan(args, user_root)
-    with commit_workspace(user_root, plan, args.stack) as root:
-        return _rollback(args, root, plan)
+    result: dict = {}
+    with human_text_to_stderr(args), commit_workspace(user_root, plan, args.stack) as root:
+        code = _rollback(args, root, plan, result)
+    if wants_json(args):
+        emit(document("rollback", stack=args.stack, **result))
+    return code
 
 
-def _rollback(args: argparse.Namespace, root: Path, plan: CommitPlan | None) -> int:
-    """The rollback, written in `root` (the user's tree, or the default branch's worktree)."""
+def _rollback(args: argparse.Namespace, root: Path, plan: CommitPlan | None, result: dict) -> int:
+    """The rollback, written in `root` (the user's tree, or the default branch's worktree).
+    Fills `result` with the fields of `dualstack/rollback/v1` (docs/OUTPUT.md)."""
     settings = load_settings(load_stack_config(root, args.stack))
     target = rollback_target(settings, args.to)
+    result.update(
+        result="already-there",
+        fromWeight=settings.ascend_weight,
+        toWeight=target,
+        method=None,
+        apply=[],
+        preview=None,
+        violations=[],
+        carriedViolations=0,
+        pr=None,
+        commit=None,
+    )
     if target == settings.ascend_weight:
         print(f"Stack {args.stack} is already at {target}% Ascend: nothing to roll back.")
         return 0
@@ -130,12 +160,15 @@ def _rollback(args: argparse.Namespace, root: Path, plan: CommitPlan | None) -> 
         preview, preview_text = None, f"(no preview: {str(exc).splitlines()[0]})"
     else:
         preview_text = format_preview(preview)
+        result["preview"] = preview_data(preview)
+    result["method"] = change.method
     new, carried = [], 0
     if preview is not None and before_side is not None:
         new, carried = introduced_violations(
             preview.head, before_side, settings.ascend_weight, args.stack
         )
     if new:
+        result.update(result="policy-violation", violations=[policy_data(v) for v in new])
         restore_stack_file(root, args.stack, original)
         stays = f"stack {args.stack} stays at {settings.ascend_weight}%"
         for line in policy_refusal(new, path.name, stays):
@@ -155,7 +188,10 @@ def _rollback(args: argparse.Namespace, root: Path, plan: CommitPlan | None) -> 
     title = rollback_title(change)
     notes = [f"Rollback, no gate: {settings.ascend_weight}% -> {target}%."]
     commit = None if plan is None else (plan, branch, original)
-    publish(args, root, commit, title, rollback_body(change, preview_text, how), notes)
+    body = rollback_body(change, preview_text, how)
+    result.update(result="rolled-back", apply=how, carriedViolations=carried)
+    result["commit"] = publish(args, root, commit, title, body, notes)
+    result["pr"] = {"title": title, "body": body}
     return 0
 
 

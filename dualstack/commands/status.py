@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from components.settings import Settings, SettingsError, load_settings
+from dualstack.commands.machine import add_output_argument, document, emit, wants_json
+from dualstack.commands.stacks import add_stack_argument, every_stack
+from dualstack.errors import EXIT_ERROR, EXIT_OK, EXIT_PENDING
 from dualstack.pulumi_cli import Deployed, deployed_weight
 from dualstack.redaction import redact
 from dualstack.repo.baseref import default_base, describe
 from dualstack.repo.stack_config import find_root, load_stack_config
 from dualstack.repo.stackfile import StackFileError, read_config_at
 from dualstack.step.weights import ladder_text
-
-
-def stack_names(root: Path) -> list[str]:
-    """Stacks with a `Pulumi.<stack>.yaml` in `root`, sorted."""
-    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in root.glob("Pulumi.*.yaml"))
 
 
 def pending_step(
@@ -51,27 +48,40 @@ def pending_step(
 def stack_status(
     stack: str, settings: Settings, deployed: Deployed, pending: str | None = None
 ) -> dict[str, Any]:
-    """One stack's status as plain data (what `--json` prints); `pending` from
-    `pending_step`."""
+    """One stack's status as plain data (an element of `-o json`'s `stacks`); `pending` from
+    `pending_step`. `ladderPosition` reads like the stack output of the same name (`1/5`:
+    step 1 of the ladder's 5 steps above 0); `drift` is True when the deployed weight is known
+    and differs from git."""
+    drift = deployed.weight is not None and deployed.weight != settings.ascend_weight
     return {
         "stack": stack,
         "ascendWeight": settings.ascend_weight,
         "ladder": list(settings.ladder),
-        "ladderPosition": settings.ladder_position,
+        "ladderPosition": f"{settings.ladder_position}/{len(settings.ladder) - 1}",
         "nextStep": settings.next_step,
         "ascendImage": settings.ascend.image,
         "verifiedAscendImage": settings.verified_ascend_image,
         "ascendImageVerified": settings.ascend_image_verified,
         "deployedWeight": deployed.weight,
         "deployed": deployed.compare(settings.ascend_weight),
+        "drift": drift,
         "pending": pending,
     }
+
+
+def exit_code(results: list[dict[str, Any]]) -> int:
+    """2 when a stack's config is invalid, else 3 when one drifted or has a pending step,
+    else 0 (an unknown deployed weight is neither: the output says why it is unknown)."""
+    if any("error" in r for r in results):
+        return EXIT_ERROR
+    if any(r["drift"] or r["pending"] for r in results):
+        return EXIT_PENDING
+    return EXIT_OK
 
 
 def format_status(status: dict[str, Any], settings: Settings) -> str:
     """The human block of one stack."""
     stack, weight, step = status["stack"], status["ascendWeight"], status["nextStep"]
-    last = len(settings.ladder) - 1
     if status.get("pending"):
         next_text = f"none until the pending step is settled: {status['pending']}"
     elif step is None:
@@ -85,7 +95,7 @@ def format_status(status: dict[str, Any], settings: Settings) -> str:
         image = f"{status['ascendImage']} (NOT verified; verified image: {verified})"
     rows = [
         ("weight", f"{weight}% Ascend, {100 - weight}% NVIDIA"),
-        ("ladder", f"{ladder_text(settings)} (step {status['ladderPosition']} of {last})"),
+        ("ladder", f"{ladder_text(settings)} (step {status['ladderPosition']})"),
         ("next step", next_text),
         ("Ascend image", image),
         ("deployed", status["deployed"]),
@@ -102,25 +112,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(asked from the Pulumi backend when the CLI is installed) differs from git. While a step "
         "is pending (the working tree differs from the default branch, or the deployed weight "
         "from git) the next step says what to settle first. "
-        "Exit 0, or 2 when a stack's config is invalid.",
+        "Exit 0 every stack in sync, 3 a deployed weight differs from git or a step is "
+        "pending (a drift alarm), 2 a stack's config is invalid.",
     )
-    parser.add_argument("--stack", action="append", help="only this stack (repeatable)")
-    parser.add_argument("--json", action="store_true", help="print JSON instead")
+    add_stack_argument(parser, many=True)
+    add_output_argument(parser, json_alias=True)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     root = find_root(Path(args.cwd) if args.cwd else None)
-    stacks = args.stack or stack_names(root)
-    if not stacks:
-        raise StackFileError(f"no Pulumi.<stack>.yaml in {root}")
-    results, blocks, failed = [], [], False
+    stacks = every_stack(root, args.stack)
+    results, blocks = [], []
     base = default_base(root)
     for stack in stacks:
         try:
             settings = load_settings(load_stack_config(root, stack))
         except (SettingsError, StackFileError) as exc:
-            failed = True
             first = redact(str(exc).splitlines()[0])
             print(f"error: stack {stack}: {first}", file=sys.stderr)
             results.append({"stack": stack, "error": first})
@@ -130,8 +138,9 @@ def run(args: argparse.Namespace) -> int:
         status = stack_status(stack, settings, deployed, pending)
         results.append(status)
         blocks.append(format_status(status, settings))
-    if args.json:
-        print(json.dumps(results, indent=2))
+    code = exit_code(results)
+    if wants_json(args):
+        emit(document("status", exitCode=code, stacks=results))
     else:
         sys.stdout.write("\n".join(blocks))
-    return 2 if failed else 0
+    return code

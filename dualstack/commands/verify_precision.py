@@ -11,14 +11,25 @@ on a mismatch, an error or a closed output pipe nothing is written.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import tempfile
 from collections.abc import Collection
 from pathlib import Path
+from typing import Any
 
 import precision_check as checker
 from components.settings import load_settings
 from components.settings.precision import PrecisionCheckSettings
+from dualstack.commands.machine import (
+    add_output_argument,
+    document,
+    emit,
+    human_text_to_stderr,
+    wants_json,
+)
 from dualstack.commands.output_paths import check_output_file
+from dualstack.commands.stacks import add_stack_argument, one_stack
 from dualstack.errors import UsageError
 from dualstack.repo.stack_config import find_root, load_stack_config
 from dualstack.repo.stackfile import StackFileError, set_config_value, stack_path
@@ -47,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "complete; "
         "on 1 and 2 the stack file is unchanged.",
     )
-    parser.add_argument("--stack", default="prod", help="stack name (default: prod)")
+    add_stack_argument(parser)
     parser.add_argument(
         "--allow-low-threshold",
         action="store_true",
@@ -60,7 +71,48 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     }
     from_stack["prompts"] += ", else the built-in set"
     checker.add_arguments(parser, images=False, defaults=from_stack)
+    parser.add_argument(
+        "--json-file",
+        dest="json_report",
+        default=argparse.SUPPRESS,
+        metavar="FILE",
+        help="same as --json FILE: write the checker's JSON report to FILE",
+    )
+    add_progress_argument(parser)
+    add_output_argument(parser)
     parser.set_defaults(func=run)
+
+
+def add_progress_argument(parser: argparse.ArgumentParser) -> None:
+    """`--progress/--no-progress`: answers so far on stderr (default: when it is a terminal)."""
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show the answers so far on stderr (default: only when stderr is a terminal)",
+    )
+
+
+def run_check(args: argparse.Namespace, *run_cli_args: Any) -> tuple[int, dict | None]:
+    """`checker.run_cli(args, ...)` with progress when wanted; (exit code, the checker's JSON
+    report or None when the run wrote none). The report goes to --json FILE when given, else
+    through a temporary file."""
+    from precision_check.progress import Progress, reporting, wanted
+
+    progress = Progress("precision check", "answers") if wanted(args.progress) else None
+    given = getattr(args, "json_report", None)
+    with tempfile.TemporaryDirectory(prefix="dualstack-precision-") as folder:
+        args.json_report = given or str(Path(folder) / "report.json")
+        try:
+            with reporting(progress):
+                code = checker.run_cli(args, *run_cli_args)
+        finally:
+            args.json_report = given
+        path = Path(given or Path(folder) / "report.json")
+        try:
+            return code, json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return code, None
 
 
 def check_threshold(options: checker.Options, given: Collection[str], allowed: bool) -> None:
@@ -88,6 +140,25 @@ def check_threshold(options: checker.Options, given: Collection[str], allowed: b
 
 def run(args: argparse.Namespace) -> int:
     root = find_root(Path(args.cwd) if args.cwd else None)
+    args.stack = one_stack(root, args.stack, "verify-precision")
+    result: dict[str, Any] = {"stack": args.stack, "recorded": False, "check": None}
+    with human_text_to_stderr(args):
+        code = _verify(args, root, result)
+    if wants_json(args) and result["check"] is not None:
+        try:
+            emit(document("verify-precision", **result))
+        except BrokenPipeError:
+            checker.discard_stdout()
+            print(f"error: output closed (broken pipe); {KEY} unchanged", file=sys.stderr)
+            return checker.EXIT_ERROR
+    if code == checker.EXIT_PASS:
+        set_config_value(root, args.stack, KEY, result["ascendImage"])
+    return code
+
+
+def _verify(args: argparse.Namespace, root: Path, result: dict[str, Any]) -> int:
+    """The check; on a pass, every line delivered and `result` filled, the file not yet
+    written (the caller writes it last). Returns the exit code."""
     settings = load_settings(load_stack_config(root, args.stack))
     image = settings.ascend.image
     base = {
@@ -104,8 +175,10 @@ def run(args: argparse.Namespace) -> int:
         if getattr(options, field, None):
             check_output_file(Path(getattr(options, field)), flag(field))
     file = stack_path(root, args.stack).name
+    result.update(ascendImage=image, previousVerifiedImage=settings.verified_ascend_image)
     try:
-        code = checker.run_cli(args, base, settings.precision_check.prompt_list())
+        code, report = run_check(args, base, settings.precision_check.prompt_list())
+        result["check"] = report
         if code != checker.EXIT_PASS:
             why = (
                 "the check did not pass"
@@ -122,11 +195,11 @@ def run(args: argparse.Namespace) -> int:
                 f"checked {image}; {KEY} unchanged"
             )
         previous = current.verified_ascend_image or "unset"
+        result.update(recorded=True, previousVerifiedImage=current.verified_ascend_image)
         print(f"recording {KEY} = {image} in {file} (was {previous})")
         sys.stdout.flush()  # every line delivered before the file changes
     except BrokenPipeError:
         checker.discard_stdout()
         print(f"error: output closed (broken pipe); {KEY} unchanged", file=sys.stderr)
         return checker.EXIT_ERROR
-    set_config_value(root, args.stack, KEY, image)
     return checker.EXIT_PASS

@@ -40,9 +40,18 @@ from components.monitoring.metric_names import (
 )
 from components.monitoring.promql import selector
 from components.settings import Settings
-from dualstack.gate.data import DEFAULT_BOUNDS, DataBounds, data_problem, recorded_weight
+from dualstack.gate.data import (
+    DEFAULT_BOUNDS,
+    DataBounds,
+    coverage_query,
+    judge_data,
+    newest_sample_query,
+    weight_queries,
+    weight_range,
+)
 from dualstack.gate.data import STEP_SECONDS as SLOT_SECONDS
-from dualstack.gate.prometheus import PrometheusClient, describe_value
+from dualstack.gate.prometheus import PrometheusClient, Sample, describe_value
+from dualstack.gate.queries import QUERY_WORKERS, Progress, run_queries
 
 Status = Literal["PASS", "FAIL", "NO_DATA"]
 STEP_SECONDS = 60
@@ -78,6 +87,10 @@ class Criterion:
     threshold: str
     detail: str
     required: bool = True
+    ascend_value: float | None = None
+    nvidia_value: float | None = None
+    """The measured numbers behind `ascend` / `nvidia` (requests, 0..1 ratio, seconds), None
+    when there is none (no data, or the precision criterion)."""
 
 
 @dataclass(frozen=True)
@@ -194,7 +207,12 @@ def read(client: PrometheusClient, promql: str, at: float, combine: str = "max")
     PrometheusUnavailable when Prometheus does not answer and PrometheusError when the answer
     is not a query result: the gate cannot judge, it must not report a verdict.
     """
-    samples = client.query(promql, at)
+    return reading_of(client.query(promql, at), combine)
+
+
+def reading_of(samples: Sequence[Sample], combine: str = "max") -> Reading:
+    """Reduce an instant query's samples to one Reading (`max`, `min` or `sum`); an empty
+    result or a non-finite value is a Reading with a `problem`."""
     if not samples:
         return Reading(None, "no series")
     bad = [s.value for s in samples if not math.isfinite(s.value)]
@@ -246,6 +264,8 @@ def requests_criterion(ascend: Reading, nvidia: Reading, minimum: int) -> Criter
         nvidia.show(count),
         f">= {minimum:,} each",
         detail,
+        ascend_value=ascend.value,
+        nvidia_value=nvidia.value,
     )
 
 
@@ -274,6 +294,8 @@ def error_ratio_criterion(ascend: Reading, nvidia: Reading, margin: float) -> Cr
         nvidia.show(percent),
         threshold,
         detail,
+        ascend_value=ascend.value,
+        nvidia_value=nvidia.value,
     )
 
 
@@ -305,6 +327,8 @@ def latency_criterion(
         nvidia.show(seconds),
         threshold,
         detail,
+        ascend_value=ascend.value,
+        nvidia_value=nvidia.value,
     )
 
 
@@ -344,6 +368,30 @@ def _why_missing(**sides: Reading) -> str:
     return "; ".join(f"{name}: {r.problem}" for name, r in sides.items() if r.value is None)
 
 
+def gate_queries(settings: Settings, window_seconds: int, slot: int) -> dict[tuple[str, ...], str]:
+    """Every query the gate asks, by key: per (metric, hardware) the value (`value`), the
+    newest sample's time (`newest`) and the coverage (`coverage`); the pushed precision
+    result (`pushed`) and the recorded route weight's low and high (`weight`). 21 queries."""
+    ns = settings.namespace
+    values = {
+        REQUEST_RATE: lambda hw: request_count_query(ns, hw, window_seconds),
+        ERROR_RATIO: lambda hw: average_query(ERROR_RATIO, ns, hw, window_seconds),
+        LATENCY_P99: lambda hw: average_query(LATENCY_P99, ns, hw, window_seconds),
+    }
+    queries: dict[tuple[str, ...], str] = {}
+    for metric, make in values.items():
+        for hw in ("ascend", "nvidia"):
+            one = series(metric, ns, hw)
+            queries[("value", metric, hw)] = make(hw)
+            queries[("newest", metric, hw)] = newest_sample_query(one, window_seconds, slot)
+            queries[("coverage", metric, hw)] = coverage_query(one, window_seconds, slot)
+    image = settings.ascend.image
+    queries[("pushed",)] = selector(PRECISION_PASSED, {"ascend_image": image, "namespace": ns})
+    low, high = weight_queries(ns, window_seconds)
+    queries[("weight", "low")], queries[("weight", "high")] = low, high
+    return queries
+
+
 def evaluate(
     settings: Settings,
     stack: str,
@@ -351,8 +399,11 @@ def evaluate(
     window: str,
     at: float,
     bounds: DataBounds = DEFAULT_BOUNDS,
+    workers: int = QUERY_WORKERS,
+    progress: Progress | None = None,
 ) -> GateReport:
-    """Run every query at unix time `at` and judge the criteria for `stack`.
+    """Run every query (`gate_queries`) at unix time `at`, at most `workers` at once, and
+    judge the criteria for `stack`. `progress(done, total)` follows the answers.
 
     A traffic series that is stale or too sparse by `bounds` makes its criterion NO_DATA.
     Raises ValueError for a bad `window`, PrometheusUnavailable when Prometheus does not
@@ -360,47 +411,43 @@ def evaluate(
     run: nothing else could be judged either).
     """
     window_seconds = parse_window(window)
-    ns, slo = settings.namespace, settings.slo
+    slo = settings.slo
     slot = max(SLOT_SECONDS, int(parse_duration(settings.monitoring.evaluation_interval)))
+    answers = run_queries(
+        client, gate_queries(settings, window_seconds, slot), at, workers, progress
+    )
 
-    def checked(metric: str, hardware: str, reading: Reading) -> Reading:
+    def checked(metric: str, hardware: str, combine: str) -> Reading:
+        reading = reading_of(answers[("value", metric, hardware)], combine)
         if reading.value is None:
             return reading
-        problem = data_problem(
-            client, series(metric, ns, hardware), at, window_seconds, slot, bounds
+        problem = judge_data(
+            answers[("newest", metric, hardware)],
+            answers[("coverage", metric, hardware)],
+            at,
+            window_seconds,
+            slot,
+            bounds,
         )
         return reading if problem is None else Reading(None, problem)
 
-    def both(metric: str, make: Callable[[str], str], combine: str) -> tuple[Reading, Reading]:
-        return (
-            checked(metric, "ascend", read(client, make("ascend"), at, combine)),
-            checked(metric, "nvidia", read(client, make("nvidia"), at, combine)),
-        )
+    def both(metric: str, combine: str) -> tuple[Reading, Reading]:
+        return checked(metric, "ascend", combine), checked(metric, "nvidia", combine)
 
-    requests = both(REQUEST_RATE, lambda hw: request_count_query(ns, hw, window_seconds), "sum")
-    errors = both(ERROR_RATIO, lambda hw: average_query(ERROR_RATIO, ns, hw, window_seconds), "max")
-    latency = both(
-        LATENCY_P99, lambda hw: average_query(LATENCY_P99, ns, hw, window_seconds), "max"
-    )
-    pushed = read(
-        client,
-        selector(PRECISION_PASSED, {"ascend_image": settings.ascend.image, "namespace": ns}),
-        at,
-        "min",
-    )
-    recorded = recorded_weight(client, ns, window_seconds, at)
+    pushed = reading_of(answers[("pushed",)], "min")
+    recorded = weight_range(answers[("weight", "low")], answers[("weight", "high")])
     traffic_required = settings.ascend_weight > 0 or (recorded is not None and recorded[1] > 0)
     traffic = [
-        requests_criterion(*requests, slo.min_requests),
-        error_ratio_criterion(*errors, slo.error_ratio_margin),
-        latency_criterion(*latency, slo.p99_factor, slo.p99_slo_seconds),
+        requests_criterion(*both(REQUEST_RATE, "sum"), slo.min_requests),
+        error_ratio_criterion(*both(ERROR_RATIO, "max"), slo.error_ratio_margin),
+        latency_criterion(*both(LATENCY_P99, "max"), slo.p99_factor, slo.p99_slo_seconds),
     ]
     if not traffic_required:
         traffic = [replace(c, required=False) for c in traffic]
     criteria = [*traffic, precision_criterion(settings, pushed)]
     return GateReport(
         stack,
-        ns,
+        settings.namespace,
         settings.ascend_weight,
         window,
         at,

@@ -24,11 +24,12 @@ deployed weight and not necessarily the stack file's.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from components.monitoring.metric_names import ASCEND_WEIGHT
 from components.monitoring.promql import selector
-from dualstack.gate.prometheus import PrometheusClient
+from dualstack.gate.prometheus import PrometheusClient, Sample
 
 STEP_SECONDS = 60
 """Shortest coverage slot, s: the test data and most rule groups sample once a minute."""
@@ -70,11 +71,49 @@ def duration_text(seconds: float) -> str:
     return f"{minutes}m {secs}s" if minutes else f"{secs}s"
 
 
-def _single(client: PrometheusClient, promql: str, at: float, reduce: str) -> float | None:
-    values = [s.value for s in client.query(promql, at) if math.isfinite(s.value)]
+def single(samples: Sequence[Sample], reduce: str) -> float | None:
+    """The max or min (`reduce`) of the finite sample values, or None when there is none."""
+    values = [s.value for s in samples if math.isfinite(s.value)]
     if not values:
         return None
     return max(values) if reduce == "max" else min(values)
+
+
+def _single(client: PrometheusClient, promql: str, at: float, reduce: str) -> float | None:
+    return single(client.query(promql, at), reduce)
+
+
+def judge_data(
+    newest: Sequence[Sample],
+    coverage: Sequence[Sample],
+    at: float,
+    window_seconds: int,
+    step: int,
+    bounds: DataBounds,
+) -> str | None:
+    """Why a series cannot be judged, from the answers of `newest_sample_query` and
+    `coverage_query` at `at`, or None when it can.
+
+    `stale: newest sample 11m 0s before the window end (bound 5m 0s)` or `sparse: samples in
+    63% of the window (bound 90%)`. With several matching series the worst one counts.
+    """
+    newest_time = single(newest, "min")
+    if newest_time is None:
+        return f"stale: no sample in the {duration_text(window_seconds)} window"
+    age = max(0.0, at - newest_time)
+    if age > bounds.max_staleness_s:
+        return (
+            f"stale: newest sample {duration_text(age)} before the window end "
+            f"(bound {duration_text(bounds.max_staleness_s)})"
+        )
+    slots = single(coverage, "min") or 0.0
+    share = min(1.0, slots / (window_seconds / step))
+    if share + 1e-9 < bounds.min_coverage:
+        return (
+            f"sparse: samples in {share * 100:.0f}% of the window "
+            f"(bound {bounds.min_coverage * 100:.0f}%)"
+        )
+    return None
 
 
 def data_problem(
@@ -85,39 +124,37 @@ def data_problem(
     step: int,
     bounds: DataBounds,
 ) -> str | None:
-    """Why `series` cannot be judged over the window ending at `at`, or None when it can.
+    """`judge_data` with both queries asked of `client` now, one after the other.
 
-    `stale: newest sample 11m 0s before the window end (bound 5m 0s)` or `sparse: samples in
-    63% of the window (bound 90%)`. With several matching series the worst one counts.
     Raises PrometheusError / PrometheusUnavailable like any query.
     """
-    newest = _single(client, newest_sample_query(series, window_seconds, step), at, "min")
-    if newest is None:
-        return f"stale: no sample in the {duration_text(window_seconds)} window"
-    age = max(0.0, at - newest)
-    if age > bounds.max_staleness_s:
-        return (
-            f"stale: newest sample {duration_text(age)} before the window end "
-            f"(bound {duration_text(bounds.max_staleness_s)})"
-        )
-    slots = _single(client, coverage_query(series, window_seconds, step), at, "min") or 0.0
-    share = min(1.0, slots / (window_seconds / step))
-    if share + 1e-9 < bounds.min_coverage:
-        return (
-            f"sparse: samples in {share * 100:.0f}% of the window "
-            f"(bound {bounds.min_coverage * 100:.0f}%)"
-        )
-    return None
+    newest = client.query(newest_sample_query(series, window_seconds, step), at)
+    coverage = client.query(coverage_query(series, window_seconds, step), at)
+    return judge_data(newest, coverage, at, window_seconds, step, bounds)
+
+
+def weight_queries(namespace: str, window_seconds: int) -> tuple[str, str]:
+    """PromQL for the lowest and the highest recorded Ascend route weight (0..1) in the
+    window ending at the query time."""
+    weight = selector(ASCEND_WEIGHT, {"namespace": namespace})
+    return (
+        f"min_over_time({weight}[{window_seconds}s])",
+        f"max_over_time({weight}[{window_seconds}s])",
+    )
+
+
+def weight_range(low: Sequence[Sample], high: Sequence[Sample]) -> tuple[int, int] | None:
+    """(lowest, highest) Ascend route weight in % from the answers of `weight_queries`, or
+    None when the deployed rules record none (monitoring off, or not deployed yet)."""
+    low_value, high_value = single(low, "min"), single(high, "max")
+    if low_value is None or high_value is None or not 0 <= low_value <= high_value <= 1:
+        return None
+    return round(low_value * 100), round(high_value * 100)
 
 
 def recorded_weight(
     client: PrometheusClient, namespace: str, window_seconds: int, at: float
 ) -> tuple[int, int] | None:
-    """(lowest, highest) Ascend route weight in % recorded over the window, or None when the
-    deployed rules record none (monitoring off, or not deployed yet)."""
-    weight = selector(ASCEND_WEIGHT, {"namespace": namespace})
-    low = _single(client, f"min_over_time({weight}[{window_seconds}s])", at, "min")
-    high = _single(client, f"max_over_time({weight}[{window_seconds}s])", at, "max")
-    if low is None or high is None or not 0 <= low <= high <= 1:
-        return None
-    return round(low * 100), round(high * 100)
+    """`weight_range` with both queries asked of `client` now."""
+    low, high = weight_queries(namespace, window_seconds)
+    return weight_range(client.query(low, at), client.query(high, at))

@@ -1,10 +1,16 @@
-"""A small, strict client for Prometheus's instant-query API (stdlib urllib only).
+"""A small, strict client for Prometheus's query API (stdlib urllib and ssl only).
 
 `GET <base>/api/v1/query?query=<PromQL>&time=<unix seconds>` answers
 `{"status": "success", "data": {"resultType": "vector", "result": [{"metric": {...},
-"value": [<time>, "<number as text>"]}]}}` (prometheus.io/docs/prometheus/latest/querying/api/).
-Values come back as text and may be "NaN", "+Inf" or "-Inf"; they are parsed as floats and
-left to the caller to judge. Anything else than that shape is an error, never an empty result.
+"value": [<time>, "<number as text>"]}]}}` (prometheus.io/docs/prometheus/latest/querying/api/);
+`/api/v1/query_range?query=&start=&end=&step=` answers `resultType: "matrix"` with
+`"values": [[<time>, "<number>"], ...]` per series. Values come back as text and may be "NaN",
+"+Inf" or "-Inf"; they are parsed as floats and left to the caller to judge. Anything else
+than that shape is an error, never an empty result.
+
+Authentication and TLS come from Prometheus's own `http_config` file
+(`dualstack.gate.http_config`); a URL with user:password@ is refused (it would show in process
+lists and logs). No message carries a header, and every message is redacted.
 
 Two error types, both meaning "could not judge" (exit 2), never a check result:
 - `PrometheusUnavailable`: no answer at all (connection refused, DNS, timeout).
@@ -18,17 +24,39 @@ from __future__ import annotations
 import http.client
 import json
 import math
+import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dualstack.redaction import redact
 
 MAX_ANSWER_BYTES = 10 * 1024 * 1024
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+@dataclass(frozen=True)
+class ClientAuth:
+    """What the client sends and how it speaks TLS (`dualstack.gate.http_config` resolves it
+    from Prometheus's http_config file).
+
+    `headers` holds the credentials: its repr is redacted, and nothing prints it.
+    """
+
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    ssl_context: ssl.SSLContext | None = None
+    server_name: str | None = None
+
+    @property
+    def has_credentials(self) -> bool:
+        """True when an Authorization header is sent."""
+        return "Authorization" in self.headers
+
+
+NO_AUTH = ClientAuth()
 
 
 class PrometheusError(RuntimeError):
@@ -47,6 +75,14 @@ class Sample:
     value: float
 
 
+@dataclass(frozen=True)
+class RangeSeries:
+    """One series of a range query: its labels and (unix seconds, value) points in time order."""
+
+    labels: Mapping[str, str]
+    points: list[tuple[float, float]] = field(default_factory=list)
+
+
 def check_url(url: str) -> str:
     """`url` without a trailing slash; raises ValueError unless it is http(s)://host[:port],
     with no userinfo (`user:pw@`). The message shows the URL redacted."""
@@ -62,7 +98,8 @@ def check_url(url: str) -> str:
     if "@" in parts.netloc:
         raise ValueError(
             f"--prometheus {redact(url)[:200]!r}: credentials in the URL are not sent (and "
-            "would show in process lists and logs); pass the URL without user:password@"
+            "would show in process lists and logs); pass the URL without user:password@ and "
+            "put them in --prometheus-http-config (basic_auth with password_file)"
         )
     return url.rstrip("/")
 
@@ -84,6 +121,50 @@ def parse_vector(body: bytes) -> list[Sample]:
     Raises PrometheusError when the body is not JSON, reports `status: error`, or is not an
     instant vector of `{"metric": {...}, "value": [t, "v"]}` elements.
     """
+    data = _success_data(body, "vector")
+    result = data.get("result")
+    if not isinstance(result, list):
+        raise PrometheusError("malformed answer: `data.result` is not a list")
+    samples = []
+    for element in result:
+        if not isinstance(element, dict) or not isinstance(element.get("metric"), dict):
+            raise PrometheusError("malformed answer: vector element without `metric`")
+        labels = {str(k): str(v) for k, v in element["metric"].items()}
+        samples.append(Sample(labels, _parse_value(element.get("value"))))
+    return samples
+
+
+def parse_matrix(body: bytes) -> list[RangeSeries]:
+    """The series of a range-query answer body (a matrix), points in time order.
+
+    Raises PrometheusError like `parse_vector` when the body is not a matrix of
+    `{"metric": {...}, "values": [[t, "v"], ...]}` elements.
+    """
+    data = _success_data(body, "matrix")
+    result = data.get("result")
+    if not isinstance(result, list):
+        raise PrometheusError("malformed answer: `data.result` is not a list")
+    found = []
+    for element in result:
+        if not isinstance(element, dict) or not isinstance(element.get("metric"), dict):
+            raise PrometheusError("malformed answer: matrix element without `metric`")
+        values = element.get("values")
+        if not isinstance(values, list):
+            raise PrometheusError("malformed answer: matrix element without `values`")
+        labels = {str(k): str(v) for k, v in element["metric"].items()}
+        points = [(float(raw[0]), _parse_value(raw)) for raw in values if _is_point(raw)]
+        if len(points) != len(values):
+            raise PrometheusError('malformed answer: a point is not [time, "number"]')
+        found.append(RangeSeries(labels, points))
+    return found
+
+
+def _is_point(raw: Any) -> bool:
+    return isinstance(raw, list) and len(raw) == 2 and isinstance(raw[0], int | float)
+
+
+def _success_data(body: bytes, kind: str) -> dict[str, Any]:
+    """The `data` of a successful answer whose `resultType` is `kind`."""
     try:
         answer = json.loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -98,19 +179,10 @@ def parse_vector(body: bytes) -> list[Sample]:
         cause = answer.get("error") or f"status {answer.get('status')!r}"
         raise PrometheusError(f"query failed: {cause}")
     data = answer.get("data")
-    if not isinstance(data, dict) or data.get("resultType") != "vector":
-        kind = data.get("resultType") if isinstance(data, dict) else None
-        raise PrometheusError(f"malformed answer: result type {kind!r}, expected 'vector'")
-    result = data.get("result")
-    if not isinstance(result, list):
-        raise PrometheusError("malformed answer: `data.result` is not a list")
-    samples = []
-    for element in result:
-        if not isinstance(element, dict) or not isinstance(element.get("metric"), dict):
-            raise PrometheusError("malformed answer: vector element without `metric`")
-        labels = {str(k): str(v) for k, v in element["metric"].items()}
-        samples.append(Sample(labels, _parse_value(element.get("value"))))
-    return samples
+    if not isinstance(data, dict) or data.get("resultType") != kind:
+        found = data.get("resultType") if isinstance(data, dict) else None
+        raise PrometheusError(f"malformed answer: result type {found!r}, expected {kind!r}")
+    return data
 
 
 def describe_value(value: float) -> str:
@@ -129,20 +201,52 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
         return None
 
 
-class PrometheusClient:
-    """Instant queries against one Prometheus at `base_url`, each bounded by `timeout` s.
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    """HTTPS with the http_config's TLS context, verifying (and sending as SNI) `server_name`
+    instead of the URL's host when it is set, as Prometheus's `tls_config.server_name` does."""
 
-    Loopback URLs never go through an HTTP proxy from the environment; redirects are not
-    followed (reported as an unusable answer).
+    def __init__(self, context: ssl.SSLContext | None, server_name: str | None) -> None:
+        super().__init__(context=context)
+        self._tls_context = context or ssl.create_default_context()
+        self._server_name = server_name
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(self._connection, req)
+
+    def _connection(self, host: str, **kwargs: Any) -> http.client.HTTPSConnection:
+        kwargs.pop("context", None)
+        connection = _NamedHTTPSConnection(host, context=self._tls_context, **kwargs)
+        connection.server_name = self._server_name
+        return connection
+
+
+class _NamedHTTPSConnection(http.client.HTTPSConnection):
+    server_name: str | None = None
+
+    def connect(self) -> None:
+        http.client.HTTPConnection.connect(self)
+        name = self.server_name or self.host
+        self.sock = self._context.wrap_socket(self.sock, server_hostname=name)  # type: ignore[attr-defined]
+
+
+class PrometheusClient:
+    """Queries against one Prometheus at `base_url`, each bounded by `timeout` s.
+
+    `auth` (from `--prometheus-http-config`) adds the credentials, tenant headers and TLS
+    settings. Loopback URLs never go through an HTTP proxy from the environment; redirects are not
+    followed (reported as an unusable answer). Safe to share between threads.
     """
 
-    def __init__(self, base_url: str, timeout: float = 10.0) -> None:
+    def __init__(self, base_url: str, timeout: float = 10.0, auth: ClientAuth = NO_AUTH) -> None:
         self.base_url = check_url(base_url)
         self.timeout = timeout
-        host = urllib.parse.urlsplit(self.base_url).hostname
+        self._headers = dict(auth.headers)
+        parts = urllib.parse.urlsplit(self.base_url)
         handlers: list[urllib.request.BaseHandler] = [_NoRedirects()]
-        if host in LOOPBACK_HOSTS:
+        if parts.hostname in LOOPBACK_HOSTS:
             handlers.append(urllib.request.ProxyHandler({}))
+        if parts.scheme == "https":
+            handlers.append(_HTTPSHandler(auth.ssl_context, auth.server_name))
         self._opener = urllib.request.build_opener(*handlers)
 
     def query(self, promql: str, at: float) -> list[Sample]:
@@ -152,17 +256,40 @@ class PrometheusClient:
         answer that is not an instant vector), each naming the base URL.
         """
         params = urllib.parse.urlencode({"query": promql, "time": f"{at:.3f}"})
-        url = f"{self.base_url}/api/v1/query?{params}"
+        body = self._get(f"{self.base_url}/api/v1/query?{params}")
         try:
-            with self._opener.open(url, timeout=self.timeout) as answer:
+            return parse_vector(body)
+        except PrometheusError as exc:
+            raise PrometheusError(self._unusable(str(exc))) from None
+
+    def query_range(self, promql: str, start: float, end: float, step: float) -> list[RangeSeries]:
+        """Evaluate `promql` every `step` seconds from `start` to `end` (unix seconds); the
+        matrix's series. Raises like `query`."""
+        params = urllib.parse.urlencode(
+            {"query": promql, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
+        )
+        body = self._get(f"{self.base_url}/api/v1/query_range?{params}")
+        try:
+            return parse_matrix(body)
+        except PrometheusError as exc:
+            raise PrometheusError(self._unusable(str(exc))) from None
+
+    def _get(self, url: str) -> bytes:
+        request = urllib.request.Request(url, headers=self._headers)
+        try:
+            with self._opener.open(request, timeout=self.timeout) as answer:
                 body = answer.read(MAX_ANSWER_BYTES + 1)
         except urllib.error.HTTPError as exc:
             raise PrometheusError(self._unusable(_http_error(exc))) from None
+        except ssl.SSLError as exc:
+            raise PrometheusError(self._unusable(_tls_error(exc))) from None
         except TimeoutError:
             cause = f"no answer within {self.timeout:g} s"
             raise PrometheusUnavailable(self._unavailable(cause)) from None
         except urllib.error.URLError as exc:
             reason = exc.reason
+            if isinstance(reason, ssl.SSLError):
+                raise PrometheusError(self._unusable(_tls_error(reason))) from None
             if isinstance(reason, TimeoutError):
                 cause = f"no answer within {self.timeout:g} s"
             else:
@@ -175,16 +302,19 @@ class PrometheusClient:
             raise PrometheusUnavailable(self._unavailable(exc.strerror or str(exc))) from None
         if len(body) > MAX_ANSWER_BYTES:
             raise PrometheusError(self._unusable(f"answer larger than {MAX_ANSWER_BYTES} bytes"))
-        try:
-            return parse_vector(body)
-        except PrometheusError as exc:
-            raise PrometheusError(self._unusable(str(exc))) from None
+        return body
 
     def _unavailable(self, cause: str) -> str:
         return redact(f"Prometheus at {self.base_url} is unreachable: {cause.lower()}")
 
     def _unusable(self, cause: str) -> str:
         return redact(f"Prometheus at {self.base_url} gave no usable answer: {cause}")
+
+
+def _tls_error(exc: ssl.SSLError) -> str:
+    """`TLS: certificate verify failed: ...`: the handshake failed (tls_config decides)."""
+    detail = getattr(exc, "verify_message", None) or exc.reason or str(exc)
+    return f"TLS: {' '.join(str(detail).split())} (see tls_config in --prometheus-http-config)"
 
 
 def _http_error(exc: urllib.error.HTTPError) -> str:
@@ -199,4 +329,6 @@ def _http_error(exc: urllib.error.HTTPError) -> str:
         where = exc.headers.get("Location") if exc.headers else None
         detail = f" to {where}" if where else ""
         return f"HTTP {exc.code} {exc.reason}: a redirect{detail}, not the query API"
+    if exc.code in (401, 403):
+        detail += " (credentials: basic_auth or authorization in --prometheus-http-config)"
     return f"HTTP {exc.code} {exc.reason}{detail}"

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from dualstack.gate.criteria import Criterion, GateReport
+from dualstack.gate.trend import Trend, trend_markdown
 
 COLUMNS = ("Criterion", "Result", "Ascend", "NVIDIA", "Threshold")
 
@@ -86,8 +88,9 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ") or " "
 
 
-def format_markdown(report: GateReport) -> str:
-    """A `### Promotion gate` section: verdict, scope, a table with each criterion's detail."""
+def format_markdown(report: GateReport, trend: Trend | None = None) -> str:
+    """A `### Promotion gate` section: verdict, scope, a table with each criterion's detail,
+    then, with `trend`, the Mermaid charts of both backends over the window."""
     lines = [
         f"### Promotion gate: {verdict(report)}",
         "",
@@ -103,4 +106,48 @@ def format_markdown(report: GateReport) -> str:
     note = _not_required_note(report)
     if note:
         lines += ["", f"_{note}_"]
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    return text if trend is None else f"{text}\n{trend_markdown(trend)}"
+
+
+def criterion_data(criterion: Criterion) -> dict[str, Any]:
+    """One criterion as plain data (an element of `criteria` in `dualstack/gate/v1`)."""
+    return {
+        "key": criterion.key,
+        "title": criterion.title,
+        "status": criterion.status,
+        "required": criterion.required,
+        "ascend": criterion.ascend,
+        "nvidia": criterion.nvidia or None,
+        "ascendValue": criterion.ascend_value,
+        "nvidiaValue": criterion.nvidia_value,
+        "threshold": criterion.threshold,
+        "detail": criterion.detail,
+    }
+
+
+def report_data(report: GateReport) -> dict[str, Any]:
+    """One stack's gate run as plain data (an element of `stacks` in `dualstack/gate/v1`).
+
+    `at` is unix seconds and `atTime` the same moment in RFC 3339; `recordedWeight` is the
+    route weight (%) the deployed rules recorded over the window, or null; `prometheus` is
+    the base URL without credentials.
+    """
+    recorded = report.recorded_weight
+    return {
+        "stack": report.stack,
+        "namespace": report.namespace,
+        "passed": report.passed,
+        "verdict": verdict(report),
+        "weight": report.weight,
+        "recordedWeight": None if recorded is None else {"low": recorded[0], "high": recorded[1]},
+        "window": report.window,
+        "at": report.at,
+        "atTime": timestamp(report.at),
+        "prometheus": report.prometheus,
+        "bounds": {
+            "maxStalenessSeconds": report.bounds.max_staleness_s,
+            "minCoverage": report.bounds.min_coverage,
+        },
+        "criteria": [criterion_data(c) for c in report.criteria],
+    }

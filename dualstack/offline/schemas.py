@@ -87,6 +87,15 @@ def _kubernetes_validate() -> Any:
     return kubernetes_validate
 
 
+def _unsupported(k8s_version: str) -> str:
+    from importlib.metadata import version
+
+    return (
+        f"kubernetes-validate {version('kubernetes-validate')} has no schemas for Kubernetes "
+        f"{k8s_version}: install kubernetes-validate>=1.32 (`make venv` installs the locked one)"
+    )
+
+
 def object_errors(obj: Mapping[str, Any], k8s_version: str = KUBERNETES_VERSION) -> list[str]:
     """Schema errors of one object as `path: message` strings; [] when it is valid."""
     if is_core(obj):
@@ -96,6 +105,8 @@ def object_errors(obj: Mapping[str, Any], k8s_version: str = KUBERNETES_VERSION)
         except kubernetes_validate.ValidationError as exc:
             path = ".".join(str(p) for p in exc.path) or "(root)"
             return [f"{path}: {exc.message}"]
+        except kubernetes_validate.utils.VersionNotSupportedError:
+            raise SchemaError(_unsupported(k8s_version)) from None
         return []
     validator = crd_validator(obj.get("apiVersion", ""), obj.get("kind", ""))
     if validator is None:

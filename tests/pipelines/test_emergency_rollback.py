@@ -259,7 +259,7 @@ def test_a_cache_hit_installs_nothing(tmp_path: Path) -> None:
     no download and no plugin install: `make venv` finds the venv current."""
     work = tmp_path / "checkout"
     work.mkdir()
-    for name in ("Makefile", "pyproject.toml"):
+    for name in ("Makefile", "pyproject.toml", "requirements.lock", "requirements-dev.lock"):
         (work / name).write_bytes((REPO / name).read_bytes())
     (work / ".venv" / "bin").mkdir(parents=True)
     python = work / ".venv" / "bin" / "python"
@@ -281,7 +281,8 @@ def test_a_cache_hit_installs_nothing(tmp_path: Path) -> None:
     (home / "plugins" / f"resource-kubernetes-v{version}").mkdir(parents=True)
     install_emergency_tools(tmp_path / "bin")
     (home / "bin" / "pulumi").symlink_to(tmp_path / "bin" / "pulumi")
-    os.utime(work / "pyproject.toml")  # a fresh checkout: newer than the restored venv
+    for name in ("pyproject.toml", "requirements-dev.lock"):
+        os.utime(work / name)  # a fresh checkout: newer than the restored venv
     env = {
         "PATH": os.pathsep.join([str(tmp_path / "bin"), "/usr/bin", "/bin"]),
         "HOME": str(tmp_path),

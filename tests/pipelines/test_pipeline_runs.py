@@ -14,6 +14,7 @@ import math
 import os
 import re
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from components.monitoring.metric_names import (
     REQUEST_RATE,
 )
 from components.settings import load_settings
+from policies import POLICIES
 from tests.conftest import fixture_config, git
 from tests.pipelines.pipeline_harness import (
     GITLAB_CI,
@@ -169,7 +171,16 @@ def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict, prome
     assert passed
     cfg = "reports/prod/policy-config.json"
     assert calls(gitops["log"]) == [
-        ["dualstack", "preview", "--stack", "prod", "--base", "origin/main"],
+        [
+            "dualstack",
+            "preview",
+            "--stack",
+            "prod",
+            "--base",
+            "origin/main",
+            "--json-file",
+            "reports/prod/offline-preview.json",
+        ],
         ["pulumi", "stack", "output", "ascendWeight", "--stack", "prod"],
         [
             "dualstack",
@@ -202,6 +213,8 @@ def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict, prome
             prometheus,
             "--markdown",
             "reports/prod/gate.md",
+            "--json-file",
+            "reports/prod/gate.json",
         ],
     ]
     pack_config = json.loads((gitops["repo"] / cfg).read_text())
@@ -218,6 +231,15 @@ def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict, prome
     assert "| p99 latency | PASS | 1.000 s | 0.800 s |" in report
     assert "| Precision check | PASS |" in report
     assert "data taken at 5% Ascend; the stack file says 20%" in report
+    junit = ET.parse(gitops["repo"] / "junit.xml").getroot()
+    suites = {s.get("name"): s for s in junit.findall("testsuite")}
+    assert list(suites) == ["prod: checks", "prod: policies", "prod: gate"]
+    assert junit.get("failures") == "0" and junit.get("errors") == "0"
+    policies = [c.get("name") for c in suites["prod: policies"].findall("testcase")]
+    assert {name.split(" [")[0] for name in policies} == {p.name for p in POLICIES}
+    assert "no-unsafe-weight-jump [mandatory]" in policies
+    gate_cases = [c.get("name") for c in suites["prod: gate"].findall("testcase")]
+    assert any(name.endswith(": p99 latency") for name in gate_cases), gate_cases
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
@@ -226,8 +248,9 @@ def test_pr_without_credentials_previews_offline_only(platform: str, gitops: dic
     passed, report, _ = run_pr(platform, gitops)
     assert passed, report
     assert calls(gitops["log"]) == [
-        ["dualstack", "preview", "--stack", "staging", "--base", "origin/main"],
-        ["dualstack", "preview", "--stack", "prod", "--base", "origin/main"],
+        ["dualstack", "preview", "--stack", stack, "--base", "origin/main", "--json-file", json]
+        for stack in ("staging", "prod")
+        for json in [f"reports/{stack}/offline-preview.json"]
     ]
     assert calls(gitops["log"], ("curl",)) == []  # no CLI download without credentials
     assert "| `staging` | ✅ pass | ⏭️ skipped | ⏭️ skipped | ⏭️ skipped |" in report

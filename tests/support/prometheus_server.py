@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,16 +161,26 @@ def _stop(process: subprocess.Popen) -> None:
 
 
 @contextmanager
-def prometheus_server(tsdb: Path, workdir: Path) -> Iterator[str]:
+def prometheus_server(
+    tsdb: Path,
+    workdir: Path,
+    web_config: Path | None = None,
+    ready: Callable[[str], bool] | None = None,
+) -> Iterator[str]:
     """Run Prometheus on 127.0.0.1 (random port) over `tsdb`; yields its base URL.
 
-    Waits for `/-/ready` for at most READY_TIMEOUT_S and stops the server on exit.
-    Raises RuntimeError, with the server's log, when it does not become ready.
+    `web_config`: a `--web.config.file` (basic_auth_users, tls_server_config); then the URL
+    is https:// when it has tls_server_config, and `ready(url)` must say how to reach
+    `/-/ready` through it. Waits for readiness for at most READY_TIMEOUT_S and stops the
+    server on exit. Raises RuntimeError, with the server's log, when it does not become ready.
     """
     config = workdir / "prometheus.yml"
     config.write_text(EMPTY_CONFIG, encoding="utf-8")
     log_path = workdir / "prometheus.log"
-    url = f"http://127.0.0.1:{free_port()}"
+    address = f"127.0.0.1:{free_port()}"
+    secured = web_config is not None and "tls_server_config" in web_config.read_text()
+    url = f"{'https' if secured else 'http'}://{address}"
+    extra = [f"--web.config.file={web_config}"] if web_config is not None else []
     with log_path.open("w", encoding="utf-8") as log:
         process = subprocess.Popen(
             [
@@ -178,8 +188,9 @@ def prometheus_server(tsdb: Path, workdir: Path) -> Iterator[str]:
                 f"--config.file={config}",
                 f"--storage.tsdb.path={tsdb}",
                 "--storage.tsdb.retention.time=100y",
-                f"--web.listen-address={url.removeprefix('http://')}",
+                f"--web.listen-address={address}",
                 "--log.level=warn",
+                *extra,
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -187,7 +198,7 @@ def prometheus_server(tsdb: Path, workdir: Path) -> Iterator[str]:
         )
         try:
             deadline = time.monotonic() + READY_TIMEOUT_S
-            while not _ready(url):
+            while not (ready or _ready)(url):
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(
                         f"prometheus did not become ready at {url}:\n{log_path.read_text()}"
@@ -199,9 +210,16 @@ def prometheus_server(tsdb: Path, workdir: Path) -> Iterator[str]:
 
 
 @contextmanager
-def prometheus_over(series: Iterable[Series], workdir: Path) -> Iterator[str]:
-    """Backfill `series` and serve them from a Prometheus on 127.0.0.1; yields its base URL."""
+def prometheus_over(
+    series: Iterable[Series],
+    workdir: Path,
+    web_config: Path | None = None,
+    ready: Callable[[str], bool] | None = None,
+) -> Iterator[str]:
+    """Backfill `series` and serve them from a Prometheus on 127.0.0.1; yields its base URL
+    (`web_config`, `ready`: see `prometheus_server`)."""
     require_prometheus()
     workdir.mkdir(parents=True, exist_ok=True)
-    with prometheus_server(create_blocks(series, workdir), workdir) as url:
+    tsdb = create_blocks(series, workdir)
+    with prometheus_server(tsdb, workdir, web_config, ready) as url:
         yield url

@@ -73,7 +73,7 @@ def test_unknown_stack_names_the_stacks_that_exist(project_copy) -> None:
 
 
 def test_malformed_set_is_a_usage_error(project_copy) -> None:
-    done = dualstack("render", "--set", "ascendWeight", cwd=project_copy)
+    done = dualstack("render", "-s", "prod", "--set", "ascendWeight", cwd=project_copy)
     assert done.returncode == 2 and "expected KEY=VALUE" in done.stderr
 
 

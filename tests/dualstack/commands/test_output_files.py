@@ -51,7 +51,17 @@ def test_gate_markdown_that_is_a_folder_is_refused(project_copy, tmp_path, capsy
 
 def test_policy_config_output_in_a_missing_folder_is_one_line(project_copy, tmp_path, capsys):
     target = tmp_path / "ci" / "policy.json"
-    argv = ["-C", str(project_copy), "policy-config", "--previous-weight", "5", "-o", str(target)]
+    argv = [
+        "-C",
+        str(project_copy),
+        "policy-config",
+        "-s",
+        "prod",
+        "--previous-weight",
+        "5",
+        "-o",
+        str(target),
+    ]
     assert main(argv) == 2
     err = one_error_line(capsys.readouterr().err)
     assert err == f"error: --output {target}: folder {target.parent} does not exist\n"
@@ -112,6 +122,16 @@ def test_an_os_error_inside_a_command_is_one_line(project_copy, tmp_path, monkey
 
     monkeypatch.setattr(Path, "write_text", full_disk)
     target = tmp_path / "policy.json"
-    argv = ["-C", str(project_copy), "policy-config", "--previous-weight", "5", "-o", str(target)]
+    argv = [
+        "-C",
+        str(project_copy),
+        "policy-config",
+        "-s",
+        "prod",
+        "--previous-weight",
+        "5",
+        "-o",
+        str(target),
+    ]
     assert main(argv) == 2
     assert capsys.readouterr().err == f"error: No space left on device: {target}\n"

@@ -17,7 +17,7 @@ def test_status_of_every_stack(git_repo, capsys, monkeypatch):
     assert out.splitlines()[:6] == [
         "prod",
         "  weight        5% Ascend, 95% NVIDIA",
-        "  ladder        0 [5] 20 50 80 100 (step 1 of 5)",
+        "  ladder        0 [5] 20 50 80 100 (step 1/5)",
         "  next step     20% (dualstack promote --stack prod)",
         "  Ascend image  registry/inference-service:v1.2.3-npu (precision-verified)",
         "  deployed      unknown: the pulumi CLI is not installed, so no backend was asked",
@@ -41,8 +41,8 @@ def test_status_flags_unverified_image_and_top_of_ladder(git_repo, capsys):
 def test_status_reports_drift_from_the_backend(git_repo, tmp_path, monkeypatch, capsys):
     install_fake_pulumi(tmp_path, monkeypatch)
     monkeypatch.setenv("FAKE_PULUMI_DEPLOYED", "5")
-    assert main(["-C", str(git_repo), "status", "--json"]) == 0
-    result = {s["stack"]: s for s in json.loads(capsys.readouterr().out)}
+    assert main(["-C", str(git_repo), "status", "--json"]) == 3  # staging drifted
+    result = {s["stack"]: s for s in json.loads(capsys.readouterr().out)["stacks"]}
     assert result["prod"]["deployed"] == "in sync (5%)"
     assert result["staging"]["deployed"] == "DIFFERS: deployed 5%, git 20%"
     assert result["staging"]["deployedWeight"] == 5
@@ -73,7 +73,7 @@ def test_invalid_stack_is_reported_and_the_others_still_shown(git_repo, capsys):
 def test_a_step_written_but_not_landed_is_not_a_next_step(git_repo, capsys, monkeypatch):
     hide_pulumi(monkeypatch)
     set_config_value(git_repo, "prod", "ascendWeight", 20)
-    assert main(["-C", str(git_repo), "status", "--stack", "prod"]) == 0
+    assert main(["-C", str(git_repo), "status", "--stack", "prod"]) == 3
     line = next(x for x in capsys.readouterr().out.splitlines() if "next step" in x)
     assert line.startswith(
         "  next step     none until the pending step is settled: 20% in the working tree, 5% at "
@@ -85,7 +85,7 @@ def test_a_step_written_but_not_landed_is_not_a_next_step(git_repo, capsys, monk
 def test_a_merged_but_undeployed_step_is_not_a_next_step(git_repo, tmp_path, monkeypatch, capsys):
     install_fake_pulumi(tmp_path, monkeypatch)
     monkeypatch.setenv("FAKE_PULUMI_DEPLOYED", "0")
-    assert main(["-C", str(git_repo), "status", "--stack", "prod", "--json"]) == 0
-    (prod,) = json.loads(capsys.readouterr().out)
+    assert main(["-C", str(git_repo), "status", "--stack", "prod", "--json"]) == 3
+    (prod,) = json.loads(capsys.readouterr().out)["stacks"]
     assert prod["pending"] == "deployed 0%, git 5%: deploy the merged step, or revert it"
     assert prod["nextStep"] == 20  # the ladder's next rung, once the pending step is settled

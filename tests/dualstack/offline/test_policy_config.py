@@ -215,6 +215,8 @@ def test_command_writes_the_file_from_stack_output(fake_pulumi, git_repo, tmp_pa
             "policy-config",
             "--stack",
             "prod",
+            "--stack",
+            "prod",
             "--from-stack-output",
             "-o",
             str(out),
@@ -237,6 +239,8 @@ def test_command_fails_with_exit_2_and_writes_nothing(fake_pulumi, git_repo, tmp
             "policy-config",
             "--stack",
             "prod",
+            "--stack",
+            "prod",
             "--from-stack-output",
             "-o",
             str(out),
@@ -250,9 +254,12 @@ def test_command_fails_with_exit_2_and_writes_nothing(fake_pulumi, git_repo, tmp
 
 
 def test_command_by_hand_and_first_deploy(git_repo, capsys):
-    assert main(["-C", str(git_repo), "policy-config", "--previous-weight", "50"]) == 0
+    assert (
+        main(["-C", str(git_repo), "policy-config", "--stack", "prod", "--previous-weight", "50"])
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["no-unsafe-weight-jump"]["previousWeight"] == 50
-    assert main(["-C", str(git_repo), "policy-config", "--first-deploy"]) == 0
+    assert main(["-C", str(git_repo), "policy-config", "--stack", "prod", "--first-deploy"]) == 0
     assert "previousWeight" not in json.loads(capsys.readouterr().out)["no-unsafe-weight-jump"]
 
 
@@ -268,7 +275,17 @@ def test_command_takes_the_step_limit_and_image_from_base(git_repo, tmp_path, ca
         encoding="utf-8",
     )
     out = tmp_path / "policy-config.json"
-    args = ["-C", str(git_repo), "policy-config", "--previous-weight", "5", "-o", str(out)]
+    args = [
+        "-C",
+        str(git_repo),
+        "policy-config",
+        "--stack",
+        "prod",
+        "--previous-weight",
+        "5",
+        "-o",
+        str(out),
+    ]
     assert main([*args, "--base", "main"]) == 0
     written = json.loads(out.read_text())
     assert written["no-unsafe-weight-jump"] == {
@@ -294,7 +311,16 @@ def test_command_with_a_base_lacking_the_stack_uses_the_stack_file(git_repo, cap
     git(git_repo, "add", "-A")
     git(git_repo, "commit", "-qm", "only lab")
     (git_repo / "Pulumi.lab.yaml").rename(git_repo / "Pulumi.prod.yaml")
-    args = ["-C", str(git_repo), "policy-config", "--first-deploy", "--base", "new-stack"]
+    args = [
+        "-C",
+        str(git_repo),
+        "policy-config",
+        "--stack",
+        "prod",
+        "--first-deploy",
+        "--base",
+        "new-stack",
+    ]
     assert main(args) == 0
     written = json.loads(capsys.readouterr().out)
     assert written["no-unsafe-weight-jump"]["ladder"] == [0, 5, 20, 50, 80, 100]
@@ -318,7 +344,17 @@ def test_command_fails_closed_on_a_bad_base(git_repo, tmp_path, capsys, base_yam
         git(git_repo, "commit", "-qam", "broken prod")
         git(git_repo, "checkout", "-q", "main")
     out = tmp_path / "policy-config.json"
-    args = ["policy-config", "--previous-weight", "5", "--base", "nope", "-o", str(out)]
+    args = [
+        "policy-config",
+        "--stack",
+        "prod",
+        "--previous-weight",
+        "5",
+        "--base",
+        "nope",
+        "-o",
+        str(out),
+    ]
     assert main(["-C", str(git_repo), *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err
@@ -338,7 +374,9 @@ def test_command_fails_closed_on_a_bad_base(git_repo, tmp_path, capsys, base_yam
 )
 def test_command_rejects_bad_flags_in_one_line(git_repo, tmp_path, args, message, capsys):
     out = tmp_path / "policy.json"
-    assert main(["-C", str(git_repo), "policy-config", *args, "-o", str(out)]) == 2
+    assert (
+        main(["-C", str(git_repo), "policy-config", "--stack", "prod", *args, "-o", str(out)]) == 2
+    )
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err
     assert err.count("\n") == 1
