@@ -5,9 +5,10 @@ the judged stack depends on is the envelope: every other key of its stack file (
 namespace: `capacity.totalReplicas`, `ascend.pool.labels`, `kubernetes:context`, ...), the
 evidence keys (`EVIDENCE_FACTS`: the verified images are written by the verification job,
 never by the change itself), and every file of the program, the pack, the CLI, the checker,
-the dependency files and the pipelines (`dualstack.repo.changes.PROGRAM_PATHS`, one
-definition). Policy `safety-envelope-unchanged` fails on any of them without the owners'
-approval (`policies/envelope.py`).
+the dependency files and the pipelines: every path but the stack files and the documentation
+and tests (`dualstack.repo.changes.touches_program`, one definition, fail closed). Policy
+`safety-envelope-unchanged` fails on any of them without the owners' approval
+(`policies/envelope.py`).
 
 This module runs in the BASE's code (`dualstack.offline.judge`): the head is only read as
 data, its stack config as a mapping and its tree through git.
@@ -163,7 +164,7 @@ _STATUS = {"A": ("absent", "added"), "D": ("present", "deleted"), "M": ("at base
 
 
 def file_changes(head_root: Path, base_commit: str) -> list[EnvelopeChange]:
-    """The program files (`PROGRAM_PATHS`) that differ between `base_commit` and the head's
+    """The program files (`touches_program`) that differ between `base_commit` and the head's
     working tree at `head_root`: committed, staged, unstaged and untracked (not ignored).
 
     Paths are relative to `head_root` (the folder holding `Pulumi.yaml`). Raises GitError
