@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from components.settings import PROJECT, Settings
-from dualstack.repo.changes import touches_program
-from dualstack.repo.git import git
+from dualstack.repo.changes import touches_program, tree_changes
 
 STEP_FACTS = frozenset(
     {f"{PROJECT}:ascendWeight", f"{PROJECT}:nvidia.image", f"{PROJECT}:ascend.image"}
@@ -165,23 +164,15 @@ _STATUS = {"A": ("absent", "added"), "D": ("present", "deleted"), "M": ("at base
 
 def file_changes(head_root: Path, base_commit: str) -> list[EnvelopeChange]:
     """The program files (`touches_program`) that differ between `base_commit` and the head's
-    working tree at `head_root`: committed, staged, unstaged and untracked (not ignored).
+    working tree at `head_root`: committed, staged, unstaged and untracked (not ignored)
+    (`dualstack.repo.changes.tree_changes`).
 
     Paths are relative to `head_root` (the folder holding `Pulumi.yaml`). Raises GitError
     when git cannot compare (e.g. the base commit is not in the head's repository).
     """
-    found: dict[str, tuple[str, str]] = {}
-    out = git(head_root, "diff", "--name-status", "--no-renames", "--relative", "-z", base_commit)
-    fields = [field for field in out.split("\0") if field]
-    for status, path in zip(fields[::2], fields[1::2], strict=False):
-        found[path] = _STATUS.get(status[:1], ("at base", "changed"))
-    untracked = git(head_root, "ls-files", "--others", "--exclude-standard", "-z")
-    for path in untracked.split("\0"):
-        if path:
-            found.setdefault(path, _STATUS["A"])
     return [
-        EnvelopeChange(path, before, after, "file")
-        for path, (before, after) in sorted(found.items())
+        EnvelopeChange(path, *_STATUS.get(status, ("at base", "changed")), "file")
+        for path, status in sorted(tree_changes(head_root, base_commit).items())
         if touches_program(path)
     ]
 

@@ -150,3 +150,22 @@ def changed_stacks(root: Path, base: str | None, head: str = "HEAD") -> StackCha
         ) from None
     out = _git(root, "diff", "--name-only", "--no-renames", "-z", f"{base}...{head}")
     return stacks_touched([path for path in out.split("\0") if path], present)
+
+
+def tree_changes(root: Path, commit: str) -> dict[str, str]:
+    """{path: git status letter} of every file the working tree at `root` changes against
+    `commit`: committed, staged, unstaged (`M`, `A`, `D`, `T`, ...) and untracked but not
+    ignored (`A`). Paths are relative to `root` (the folder holding `Pulumi.yaml`).
+
+    Raises GitError when git cannot compare (e.g. `commit` is not in the repository).
+    """
+    found: dict[str, str] = {}
+    out = git(root, "diff", "--name-status", "--no-renames", "--relative", "-z", commit)
+    fields = [field for field in out.split("\0") if field]
+    for status, path in zip(fields[::2], fields[1::2], strict=False):
+        found[path] = status[:1]
+    untracked = git(root, "ls-files", "--others", "--exclude-standard", "-z")
+    for path in untracked.split("\0"):
+        if path:
+            found.setdefault(path, "A")
+    return found
