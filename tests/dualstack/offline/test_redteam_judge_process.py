@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from dualstack.repo.stackfile import set_config_value
-from tests.support.judge_repos import failed_policies, make_repo
+from tests.support.judge_repos import failed_policies, make_repo, run_head
 
 ENVELOPE = "safety-envelope-unchanged"
 WORKTREE = "Judged by the base's code and facts (the base's code in a temporary worktree)"
@@ -79,3 +79,15 @@ def test_a_shadow_module_in_the_head_sends_the_judge_to_a_worktree(repo):
     assert WORKTREE in done.stdout
     assert failed_policies(done.stderr) == {ENVELOPE, "no-unsafe-weight-jump"}
     assert "  file pulumi_policy.py: absent -> added" in done.stdout
+
+
+def test_the_worktree_judge_does_not_inherit_the_head_on_pythonpath(repo):
+    """An approved program edit rides with the shadow: the worktree's judge must still refuse
+    the raise that comes with it, so the head's folder is not on its PYTHONPATH."""
+    errors = repo / "dualstack" / "errors.py"
+    errors.write_text(errors.read_text(encoding="utf-8") + "\n# approved\n", encoding="utf-8")
+    done = run_head(repo, "preview", "--stack", "prod", "--base", "main", "--owner-approved")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert WORKTREE in done.stdout
+    assert failed_policies(done.stderr) == {ENVELOPE, "no-unsafe-weight-jump"}
+    assert "the same pull request raises the Ascend weight from 5% to 100%" in done.stderr
