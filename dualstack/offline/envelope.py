@@ -2,9 +2,10 @@
 
 A step changes one stack's `ascendWeight` and/or its two images (`STEP_FACTS`). Everything else
 the judged stack depends on is the envelope: every other key of its stack file (any
-namespace: `capacity.totalReplicas`, `ascend.pool.labels`, `kubernetes:context`, ...), the
-evidence keys (`EVIDENCE_FACTS`: the verified images are written by the verification job,
-never by the change itself), and every file of the program, the pack, the CLI, the checker,
+namespace: `capacity.totalReplicas`, `ascend.pool.labels`, `kubernetes:context`, ...) and
+its keys outside `config:` (an ESC `environment`, the `secretsprovider`), the evidence keys
+(`EVIDENCE_FACTS`: the verified images are written by the verification job, never by the
+change itself), and every file of the program, the pack, the CLI, the checker,
 the dependency files and the pipelines: every path but the stack files and the documentation
 and tests (`dualstack.repo.changes.touches_program`, one definition, fail closed). Policy
 `safety-envelope-unchanged` fails on any of them without the owners' approval
@@ -24,6 +25,8 @@ from typing import Any
 
 from components.settings import PROJECT, Settings
 from dualstack.repo.changes import touches_program, tree_changes
+from dualstack.repo.git import show_file
+from dualstack.repo.stackfile import parse_outside_config, read_text, stack_path
 
 STEP_FACTS = frozenset(
     {f"{PROJECT}:ascendWeight", f"{PROJECT}:nvidia.image", f"{PROJECT}:ascend.image"}
@@ -174,6 +177,33 @@ def file_changes(head_root: Path, base_commit: str) -> list[EnvelopeChange]:
         EnvelopeChange(path, *_STATUS.get(status, ("at base", "changed")), "file")
         for path, status in sorted(tree_changes(head_root, base_commit).items())
         if touches_program(path)
+    ]
+
+
+def stack_settings_changes(head_root: Path, base_commit: str, stack: str) -> list[EnvelopeChange]:
+    """The keys of `Pulumi.<stack>.yaml` outside `config:` that differ between `base_commit`
+    and the head's tree, as `Pulumi.prod.yaml environment: (unset) -> ["team/prod"]`: an ESC
+    `environment` feeds config to `pulumi up` that no judge sees, a `secretsprovider` decides
+    who can read the secrets (`dualstack.repo.stackfile.parse_outside_config`). None when the
+    file is absent at the base (the whole file is the change).
+
+    Raises StackFileError when either side cannot be read, GitError when git cannot.
+    """
+    path = stack_path(head_root, stack)
+    base_text = show_file(head_root, base_commit, f"./{path.name}")
+    if base_text is None:
+        return []
+    before = parse_outside_config(base_text, f"{base_commit[:12]}:{path.name}")
+    after = parse_outside_config(read_text(path), path.name)
+    return [
+        EnvelopeChange(
+            f"{path.name} {key}",
+            _text(before.get(key), key in before),
+            _text(after.get(key), key in after),
+            "stack",
+        )
+        for key in sorted(set(before) | set(after))
+        if key not in before or key not in after or _normal(before[key]) != _normal(after[key])
     ]
 
 

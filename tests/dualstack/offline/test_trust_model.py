@@ -236,6 +236,50 @@ def test_another_cluster_context_is_an_envelope_change(repo, capsys):
     assert "kubernetes:context: (unset) -> other-cluster" in out
 
 
+def prepend(repo, stack, text):
+    """Put `text` (top-level keys) before the `config:` mapping of `Pulumi.<stack>.yaml`."""
+    path = repo / f"Pulumi.{stack}.yaml"
+    path.write_text(text + path.read_text(encoding="utf-8"), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("top", "fact"),
+    [
+        (
+            "environment:\n  - team/overrides\n",
+            'Pulumi.prod.yaml environment: (unset) -> ["team/overrides"]',
+        ),
+        (
+            "environment:\n  values:\n    pulumiConfig:\n      kubernetes:context: other\n",
+            'Pulumi.prod.yaml environment: (unset) -> {"values": {"pulumiConfig": '
+            '{"kubernetes:context": "other"}}}',
+        ),
+        (
+            "secretsprovider: awskms://alias/other\n",
+            "Pulumi.prod.yaml secretsprovider: (unset) -> awskms://alias/other",
+        ),
+    ],
+)
+def test_stack_file_keys_outside_config_need_the_owners(repo, capsys, top, fact):
+    """An ESC `environment` feeds config to `pulumi up` that no judge sees; the key itself is
+    the envelope, even in a plain 5 -> 20 step."""
+    head(repo, ascendWeight="20")
+    prepend(repo, "prod", top)
+    code, out, err = preview(repo, capsys)
+    assert code == 1
+    assert failed_policies(err) == {ENVELOPE}
+    assert f"  {fact}" in out
+
+
+def test_an_environment_the_base_already_imports_is_no_change(repo, capsys):
+    prepend(repo, "prod", "environment:\n  - team/prod\n")
+    commit(repo, "the owners: prod imports team/prod")
+    head(repo, ascendWeight="20")
+    code, out, err = preview(repo, capsys)
+    assert code == 0, out + err
+    assert "Safety envelope: unchanged (a migration step only)" in out
+
+
 # ------------------------------------------------------------- 4. process
 
 
