@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from components.settings import PROJECT, Settings
-from dualstack.repo.changes import touches_program, tree_changes
+from dualstack.repo.changes import stack_of, touches_program, tree_changes
 from dualstack.repo.git import show_file
-from dualstack.repo.stackfile import parse_outside_config, read_text, stack_path
+from dualstack.repo.stackfile import parse_config, parse_outside_config, read_text, stack_path
 
 STEP_FACTS = frozenset(
     {f"{PROJECT}:ascendWeight", f"{PROJECT}:nvidia.image", f"{PROJECT}:ascend.image"}
@@ -205,6 +205,41 @@ def stack_settings_changes(head_root: Path, base_commit: str, stack: str) -> lis
         for key in sorted(set(before) | set(after))
         if key not in before or key not in after or _normal(before[key]) != _normal(after[key])
     ]
+
+
+def other_stack_changes(head_root: Path, base_commit: str, stack: str) -> list[EnvelopeChange]:
+    """The other stacks' files the same change adds, deletes or modifies, as `file
+    Pulumi.staging.yaml: at base -> modified`: a step moves one stack (two raised at once
+    would skip the staging rung's data gate before prod), so they are envelope facts of
+    `stack` too, except a file that only lowers its stack's `ascendWeight` (a rollback,
+    `dualstack rollback --all` commits every stack's).
+
+    Raises StackFileError when a side cannot be read, GitError when git cannot compare.
+    """
+    changes = []
+    for path, status in sorted(tree_changes(head_root, base_commit).items()):
+        other = stack_of(path)
+        if other is None or other == stack:
+            continue
+        if status == "M" and _lowers_weight_only(head_root, base_commit, other):
+            continue
+        changes.append(EnvelopeChange(path, *_STATUS.get(status, ("at base", "changed")), "file"))
+    return changes
+
+
+def _lowers_weight_only(head_root: Path, base_commit: str, stack: str) -> bool:
+    """True when `Pulumi.<stack>.yaml` differs from the base only by a lower `ascendWeight`."""
+    name = stack_path(head_root, stack).name
+    before_text = show_file(head_root, base_commit, f"./{name}") or ""
+    after_text = read_text(stack_path(head_root, stack))
+    if parse_outside_config(before_text, name) != parse_outside_config(after_text, name):
+        return False
+    before, after = parse_config(before_text, name), parse_config(after_text, name)
+    key = f"{PROJECT}:ascendWeight"
+    weights = str(before.pop(key, "")), str(after.pop(key, ""))
+    if before != after or not all(weight.isdigit() for weight in weights):
+        return False
+    return int(weights[1]) < int(weights[0])
 
 
 def envelope_changes(

@@ -310,6 +310,29 @@ def test_an_approved_ladder_takes_effect_in_the_next_pr(repo, capsys):
     assert "Safety envelope: unchanged (a migration step only)" in out
 
 
+@pytest.mark.parametrize("stack", ["prod", "staging"])
+def test_two_stacks_raised_in_one_pr_need_the_owners(repo, capsys, stack):
+    """prod 5 -> 20 and staging 20 -> 50 at once: each alone is a rung, together they skip
+    the data gate staging's rung gives before prod. Each stack's preview names the other."""
+    head(repo, ascendWeight="20")
+    set_config_value(repo, "staging", "ascendWeight", "50")
+    code, out, err = preview(repo, capsys, stack=stack)
+    assert code == 1
+    assert failed_policies(err) == {ENVELOPE}
+    other = "staging" if stack == "prod" else "prod"
+    assert f"  file Pulumi.{other}.yaml: at base -> modified" in out
+
+
+def test_rolling_back_every_stack_in_one_pr_passes(repo, capsys):
+    """`dualstack rollback --all` commits every stack's lower weight at once: no envelope."""
+    head(repo, ascendWeight="0")
+    set_config_value(repo, "staging", "ascendWeight", "5")
+    for stack in ("prod", "staging"):
+        code, out, err = preview(repo, capsys, stack=stack)
+        assert code == 0, out + err
+        assert "Safety envelope: unchanged (a migration step only)" in out
+
+
 # ------------------------------------------------------------- what must pass
 
 
