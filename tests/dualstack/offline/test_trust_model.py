@@ -354,13 +354,32 @@ def test_any_decrease_passes(repo, capsys, before, after):
     assert code == 0, out + err
 
 
-def test_a_decrease_is_never_blocked_by_the_envelope(repo, capsys):
+def test_an_approved_envelope_change_with_a_decrease_passes(repo, capsys):
     at(repo, 50)
     head(repo, ascendWeight="20", capacity={"totalReplicas": 6})
-    code, out, err = preview(repo, capsys)
+    code, out, err = preview(repo, capsys, "--owner-approved")
     assert code == 0, out + err
-    assert "Safety envelope: 1 change, needs the owners' approval" in out
+    assert "Safety envelope: 1 change, approved by the owners (--owner-approved)" in out
     assert f"  ok   {ENVELOPE} [mandatory]" in out
+
+
+@pytest.mark.parametrize(
+    ("keys", "extra", "fact"),
+    [
+        ({"ladder": [0, 5, 100]}, None, "ladder: [0, 5, 20, 50, 80, 100] -> [0, 5, 100]"),
+        ({"policy": {"maxStep": 100}}, None, "policy.maxStep: (unset) -> 100"),
+        ({}, {"kubernetes:context": "other-cluster"}, "kubernetes:context: (unset) -> other"),
+    ],
+)
+def test_a_decrease_does_not_carry_an_unapproved_envelope_change(repo, capsys, keys, extra, fact):
+    """20 -> 5 with the ladder widened, then 5 -> 100 on the widened base: two green PRs
+    and no owner. The decrease alone passes; with an envelope change it needs the owners."""
+    at(repo, 20)
+    write_stack(repo, "prod", {**PROD, "ascendWeight": "5", **keys}, extra)
+    code, out, err = preview(repo, capsys)
+    assert code == 1
+    assert failed_policies(err) == {ENVELOPE}
+    assert f"  FAIL {ENVELOPE} [mandatory]: {fact}" in out
 
 
 def test_an_image_rollback_to_an_earlier_verified_pair_passes(repo, capsys):
