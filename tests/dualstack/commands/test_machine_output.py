@@ -18,7 +18,7 @@ import pytest
 from components.settings import PROJECT
 from dualstack.cli import main
 from dualstack.repo.stackfile import read_config, set_config_value
-from tests.conftest import REPO, git
+from tests.conftest import REPO, copy_code, git
 from tests.dualstack.gate.test_gate_prometheus import END, HEALTHY, prometheus, write_stack  # noqa: F401
 from tests.dualstack.gate.test_gate_prometheus import project as gate_project  # noqa: F401
 from tests.support.precision_servers import OpenAIServer
@@ -38,8 +38,12 @@ def stack_text(weight: int, namespace: str | None = None) -> str:
 
 
 def make_repo(root: Path, stacks: dict[str, tuple[int, str | None]]) -> Path:
+    """A git repo on main: Pulumi.yaml, this tree's code (a base judges with its own code) and
+    the stack files."""
     root.mkdir()
     shutil.copy(REPO / "Pulumi.yaml", root / "Pulumi.yaml")
+    copy_code(root)
+    (root / ".gitignore").write_text("__pycache__/\n*.pyc\n", encoding="utf-8")
     for stack, (weight, namespace) in stacks.items():
         (root / f"Pulumi.{stack}.yaml").write_text(stack_text(weight, namespace))
     git(root, "init", "-q", "-b", "main")
@@ -270,7 +274,7 @@ def test_verify_precision_json(repo, capsys):
         ["rollback"],
         ["verify-precision", "--nvidia", "http://127.0.0.1:1", "--ascend", "http://127.0.0.1:2"],
         ["render"],
-        ["policy-config", "--first-deploy"],
+        ["policy-config", "--first-deploy", "--base", "main"],
     ],
     ids=lambda argv: argv[0],
 )
