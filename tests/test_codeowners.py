@@ -74,3 +74,21 @@ def test_every_envelope_path_has_an_owner(codeowners: Path) -> None:
 def test_both_code_hosts_name_the_same_paths() -> None:
     github, gitlab = (rules(path) for path in FILES)
     assert github == gitlab
+
+
+def test_the_set_up_dismisses_approvals_a_new_push_makes_stale() -> None:
+    """An approval given before the author pushes an envelope change must not approve that
+    change: the check re-runs on the push and reads the review state, which the code host
+    keeps APPROVED unless the set-up the README gives dismisses it."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    set_up = readme.split("**Set-up on the code host.**", 1)[1].split("**Stronger", 1)[0]
+    flat = " ".join(set_up.split())
+    for setting in (
+        "Require review from Code Owners",
+        "Dismiss stale pull request approvals when new commits are pushed",
+        "Require approval of the most recent reviewable push",
+        "Code owner approval",
+        "Prevent approval by author",
+        "Remove all approvals when commits are added to the source branch",
+    ):
+        assert f'"{setting}"' in flat, setting
