@@ -155,7 +155,9 @@ def changed_stacks(root: Path, base: str | None, head: str = "HEAD") -> StackCha
 def tree_changes(root: Path, commit: str) -> dict[str, str]:
     """{path: git status letter} of every file the working tree at `root` changes against
     `commit`: committed, staged, unstaged (`M`, `A`, `D`, `T`, ...) and untracked but not
-    ignored (`A`). Paths are relative to `root` (the folder holding `Pulumi.yaml`).
+    ignored (`A`). Paths are relative to `root` (the folder holding `Pulumi.yaml`). A
+    worktree of this repository inside the tree (`base-checkout/`, where the pipelines check
+    the base out) is not part of it; any other nested repository is (`dir/`).
 
     Raises GitError when git cannot compare (e.g. `commit` is not in the repository).
     """
@@ -164,8 +166,22 @@ def tree_changes(root: Path, commit: str) -> dict[str, str]:
     fields = [field for field in out.split("\0") if field]
     for status, path in zip(fields[::2], fields[1::2], strict=False):
         found[path] = status[:1]
-    untracked = git(root, "ls-files", "--others", "--exclude-standard", "-z")
-    for path in untracked.split("\0"):
-        if path:
-            found.setdefault(path, "A")
+    untracked = [
+        p for p in git(root, "ls-files", "--others", "--exclude-standard", "-z").split("\0") if p
+    ]
+    worktrees = _worktrees(root) if any(path.endswith("/") for path in untracked) else set()
+    for path in untracked:
+        if path.endswith("/") and (root / path).resolve() in worktrees:
+            continue
+        found.setdefault(path, "A")
     return found
+
+
+def _worktrees(root: Path) -> set[Path]:
+    """The folders of the repository's worktrees (`git worktree list`)."""
+    out = git(root, "worktree", "list", "--porcelain", "-z")
+    return {
+        Path(field.removeprefix("worktree ")).resolve()
+        for field in out.split("\0")
+        if field.startswith("worktree ")
+    }

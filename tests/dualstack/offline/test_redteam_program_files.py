@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from dualstack.repo.changes import stacks_touched
+from dualstack.repo.changes import stacks_touched, tree_changes
 from dualstack.repo.stackfile import set_config_value
 from tests.conftest import git
 from tests.support.judge_repos import commit, failed_policies, make_repo, run_base
@@ -123,3 +123,16 @@ def test_docs_tests_and_examples_still_touch_no_stack():
     paths = ["README.md", "docs/ARCHITECTURE.md", "tests/x.py", "examples/service-repo/a.yml"]
     assert stacks_touched(paths, ("staging", "prod")).stacks == ()
     assert stacks_touched(["docs/CODEOWNERS"], ("prod",)).stacks == ("prod",)
+
+
+def test_the_pipelines_base_checkout_inside_the_head_is_no_change(tmp_path):
+    """The pipelines check the base out as `base-checkout/` inside the head's clone: a worktree
+    of the same repository, not a file of the pull request. Another repository there is."""
+    repo = make_repo(tmp_path)
+    git(repo, "worktree", "add", "-q", "--detach", str(repo / "base-checkout"), "main")
+    other = repo / "vendored"
+    other.mkdir()
+    git(other, "init", "-q")
+    set_config_value(repo, "prod", "ascendWeight", "20")
+    found = tree_changes(repo, "main")
+    assert found == {"Pulumi.prod.yaml": "M", "vendored/": "A"}
