@@ -5,11 +5,13 @@ the mirrored share (`STEP_LOWERS`: the step leaving the shadow rung writes `mirr
 `dualstack.step.weights`). Everything else the judged stack depends on is the envelope: every
 other key of its stack file (any namespace: `capacity.totalReplicas`, `ascend.pool.labels`,
 `router`, `testerPinning.header`, `bakeTime`, a raise of `mirrorPercent`, `kubernetes:context`,
-...), the evidence keys (`EVIDENCE_FACTS`: the verified images are written by the verification
-job, never by the change itself), and every file of the program, the pack, the CLI, the
-checker, the dependency files and the pipelines (`dualstack.repo.changes.PROGRAM_PATHS`, one
-definition). Policy `safety-envelope-unchanged` fails on any of them without the owners'
-approval (`policies/envelope.py`).
+...) and its keys outside `config:` (an ESC `environment`, the `secretsprovider`), the evidence
+keys (`EVIDENCE_FACTS`: the verified images are written by the verification job, never by the
+change itself), and every file of the program, the pack, the CLI, the checker, the dependency
+files and the pipelines: every path but the stack files and the documentation and tests
+(`dualstack.repo.changes.touches_program`, one definition, fail closed). Policy
+`safety-envelope-unchanged` fails on any of them without the owners' approval
+(`policies/envelope.py`).
 
 This module runs in the BASE's code (`dualstack.offline.judge`): the head is only read as
 data, its stack config as a mapping and its tree through git.
@@ -24,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from components.settings import PROJECT, Settings
-from dualstack.repo.changes import touches_program
-from dualstack.repo.git import git
+from dualstack.repo.changes import stack_of, touches_program, tree_changes
+from dualstack.repo.git import show_file
+from dualstack.repo.stackfile import parse_config, parse_outside_config, read_text, stack_path
 
 STEP_FACTS = frozenset(
     {f"{PROJECT}:ascendWeight", f"{PROJECT}:nvidia.image", f"{PROJECT}:ascend.image"}
@@ -183,26 +186,80 @@ _STATUS = {"A": ("absent", "added"), "D": ("present", "deleted"), "M": ("at base
 
 
 def file_changes(head_root: Path, base_commit: str) -> list[EnvelopeChange]:
-    """The program files (`PROGRAM_PATHS`) that differ between `base_commit` and the head's
-    working tree at `head_root`: committed, staged, unstaged and untracked (not ignored).
+    """The program files (`touches_program`) that differ between `base_commit` and the head's
+    working tree at `head_root`: committed, staged, unstaged and untracked (not ignored)
+    (`dualstack.repo.changes.tree_changes`).
 
     Paths are relative to `head_root` (the folder holding `Pulumi.yaml`). Raises GitError
     when git cannot compare (e.g. the base commit is not in the head's repository).
     """
-    found: dict[str, tuple[str, str]] = {}
-    out = git(head_root, "diff", "--name-status", "--no-renames", "--relative", "-z", base_commit)
-    fields = [field for field in out.split("\0") if field]
-    for status, path in zip(fields[::2], fields[1::2], strict=False):
-        found[path] = _STATUS.get(status[:1], ("at base", "changed"))
-    untracked = git(head_root, "ls-files", "--others", "--exclude-standard", "-z")
-    for path in untracked.split("\0"):
-        if path:
-            found.setdefault(path, _STATUS["A"])
     return [
-        EnvelopeChange(path, before, after, "file")
-        for path, (before, after) in sorted(found.items())
+        EnvelopeChange(path, *_STATUS.get(status, ("at base", "changed")), "file")
+        for path, status in sorted(tree_changes(head_root, base_commit).items())
         if touches_program(path)
     ]
+
+
+def stack_settings_changes(head_root: Path, base_commit: str, stack: str) -> list[EnvelopeChange]:
+    """The keys of `Pulumi.<stack>.yaml` outside `config:` that differ between `base_commit`
+    and the head's tree, as `Pulumi.prod.yaml environment: (unset) -> ["team/prod"]`: an ESC
+    `environment` feeds config to `pulumi up` that no judge sees, a `secretsprovider` decides
+    who can read the secrets (`dualstack.repo.stackfile.parse_outside_config`). None when the
+    file is absent at the base (the whole file is the change).
+
+    Raises StackFileError when either side cannot be read, GitError when git cannot.
+    """
+    path = stack_path(head_root, stack)
+    base_text = show_file(head_root, base_commit, f"./{path.name}")
+    if base_text is None:
+        return []
+    before = parse_outside_config(base_text, f"{base_commit[:12]}:{path.name}")
+    after = parse_outside_config(read_text(path), path.name)
+    return [
+        EnvelopeChange(
+            f"{path.name} {key}",
+            _text(before.get(key), key in before),
+            _text(after.get(key), key in after),
+            "stack",
+        )
+        for key in sorted(set(before) | set(after))
+        if key not in before or key not in after or _normal(before[key]) != _normal(after[key])
+    ]
+
+
+def other_stack_changes(head_root: Path, base_commit: str, stack: str) -> list[EnvelopeChange]:
+    """The other stacks' files the same change adds, deletes or modifies, as `file
+    Pulumi.staging.yaml: at base -> modified`: a step moves one stack (two raised at once
+    would skip the staging rung's data gate before prod), so they are envelope facts of
+    `stack` too, except a file that only lowers its stack's `ascendWeight` (a rollback,
+    `dualstack rollback --all` commits every stack's).
+
+    Raises StackFileError when a side cannot be read, GitError when git cannot compare.
+    """
+    changes = []
+    for path, status in sorted(tree_changes(head_root, base_commit).items()):
+        other = stack_of(path)
+        if other is None or other == stack:
+            continue
+        if status == "M" and _lowers_weight_only(head_root, base_commit, other):
+            continue
+        changes.append(EnvelopeChange(path, *_STATUS.get(status, ("at base", "changed")), "file"))
+    return changes
+
+
+def _lowers_weight_only(head_root: Path, base_commit: str, stack: str) -> bool:
+    """True when `Pulumi.<stack>.yaml` differs from the base only by a lower `ascendWeight`."""
+    name = stack_path(head_root, stack).name
+    before_text = show_file(head_root, base_commit, f"./{name}") or ""
+    after_text = read_text(stack_path(head_root, stack))
+    if parse_outside_config(before_text, name) != parse_outside_config(after_text, name):
+        return False
+    before, after = parse_config(before_text, name), parse_config(after_text, name)
+    key = f"{PROJECT}:ascendWeight"
+    weights = str(before.pop(key, "")), str(after.pop(key, ""))
+    if before != after or not all(weight.isdigit() for weight in weights):
+        return False
+    return int(weights[1]) < int(weights[0])
 
 
 def envelope_changes(

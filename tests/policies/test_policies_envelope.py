@@ -53,8 +53,26 @@ def test_each_unapproved_change_is_one_violation_naming_the_fact(good_stack):
 
 
 @pytest.mark.parametrize(("previous", "weight"), [(50, 20), (100, 0), (20, 5)])
-def test_a_decrease_is_never_blocked(good_stack, previous, weight):
-    assert envelope(good_stack(weight), envelopeChanges=[CHANGE], previousWeight=previous) == []
+def test_a_decrease_alone_is_never_blocked(good_stack, previous, weight):
+    assert envelope(good_stack(weight), envelopeChanges=[], previousWeight=previous) == []
+
+
+@pytest.mark.parametrize(("previous", "weight"), [(50, 20), (100, 0), (20, 5)])
+def test_an_approved_change_with_a_decrease_passes(good_stack, previous, weight):
+    config = {"envelopeChanges": [CHANGE], "ownerApproved": True, "previousImages": IMAGES}
+    assert envelope(good_stack(weight), previousWeight=previous, **config) == []
+
+
+def test_a_decrease_does_not_carry_an_unapproved_change(good_stack):
+    """20 -> 5 with the ladder widened would land unapproved and judge 5 -> 100 next."""
+    ladder = {"fact": "ladder", "before": "[0, 5, 20, 50, 80, 100]", "after": "[0, 5, 100]"}
+    [message] = envelope(good_stack(5), envelopeChanges=[ladder], previousWeight=20)
+    assert message.startswith(
+        "ladder: [0, 5, 20, 50, 80, 100] -> [0, 5, 100]: a change of the safety envelope"
+    )
+    assert message.endswith(
+        "or split it from the migration step (a weight decrease alone always passes)"
+    )
 
 
 def test_an_approved_change_without_a_move_passes(good_stack):

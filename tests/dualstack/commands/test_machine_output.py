@@ -38,9 +38,12 @@ def stack_text(weight: int, namespace: str | None = None) -> str:
 
 
 def make_repo(root: Path, stacks: dict[str, tuple[int, str | None]]) -> Path:
+    """A git repo on main: Pulumi.yaml, this tree's code (a base judges with its own code) and
+    the stack files."""
     root.mkdir()
     shutil.copy(REPO / "Pulumi.yaml", root / "Pulumi.yaml")
-    copy_code(root)  # the base judges with its own code (README: "Trust model")
+    copy_code(root)
+    (root / ".gitignore").write_text("__pycache__/\n*.pyc\n", encoding="utf-8")
     for stack, (weight, namespace) in stacks.items():
         (root / f"Pulumi.{stack}.yaml").write_text(stack_text(weight, namespace))
     git(root, "init", "-q", "-b", "main")
@@ -271,7 +274,7 @@ def test_verify_precision_json(repo, capsys):
         ["rollback"],
         ["verify-precision", "--nvidia", "http://127.0.0.1:1", "--ascend", "http://127.0.0.1:2"],
         ["render"],
-        ["policy-config", "--base", "main", "--first-deploy"],
+        ["policy-config", "--first-deploy", "--base", "main"],
     ],
     ids=lambda argv: argv[0],
 )
