@@ -368,10 +368,18 @@ def test_switching_routers_needs_the_owners_and_then_no_raise(render_objects, ro
     assert "raises the Ascend weight from 20% to 50%" in found["safety-envelope-unchanged"]
 
 
-def test_a_decrease_with_a_routing_change_is_never_blocked(render_objects, router):
+def test_a_decrease_does_not_carry_a_routing_change_past_the_owners(render_objects, router):
+    """A decrease alone always passes; a router switch riding on it needs the owners (else an
+    unreviewed envelope change would land with a rollback), and passes once approved."""
     other = "gateway-api" if router == "istio" else "istio"
-    head = at(other, 5, bakeTime="1h")
-    assert judged_render(render_objects, at(router, 20), head) == {}
+    base, head = at(router, 20), at(other, 5, bakeTime="1h")
+    found = judged_render(render_objects, base, head)
+    assert set(found) == {"safety-envelope-unchanged"}
+    assert found["safety-envelope-unchanged"].startswith(
+        f"router: {router} -> {other}: a change of the safety envelope"
+    )
+    assert judged_render(render_objects, base, head, approved=True) == {}
+    assert judged_render(render_objects, base, at(router, 5)) == {}
 
 
 def test_a_new_pin_header_is_judged_by_the_base_s_until_approved(render_objects, router):
