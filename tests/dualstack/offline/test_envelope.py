@@ -247,3 +247,27 @@ def test_a_program_file_turned_into_a_symlink_is_changed(tmp_path):
     (repo / "policies" / "traffic.py").unlink()
     (repo / "policies" / "traffic.py").symlink_to("../elsewhere.py")
     assert describe(file_changes(repo, base)) == ["file policies/traffic.py: at base -> changed"]
+
+
+def test_settings_for_one_side_only_compare_as_written():
+    """Both sides are resolved or neither: one side's defaults against the other's written
+    keys would list every default as a change."""
+    base, head = cfg(ascendWeight="5"), cfg(ascendWeight="5", capacity={"totalReplicas": 4})
+    for settings in ((load_settings(base), None), (None, load_settings(head))):
+        assert describe(config_changes(base, head, *settings)) == [
+            "capacity.totalReplicas: (unset) -> 4"
+        ]
+
+
+def test_an_unchanged_key_before_a_changed_one_hides_nothing():
+    base = cfg(ascendWeight="5", bakeTime="1h", capacity={"totalReplicas": 4})
+    head = cfg(ascendWeight="5", bakeTime="1h", capacity={"totalReplicas": 2})
+    assert describe(config_changes(base, head)) == ["capacity.totalReplicas: 4 -> 2"]
+
+
+def test_evidence_written_as_a_mapping_is_still_evidence():
+    """As written, a malformed verifiedAscendImage (a mapping) keeps its evidence kind."""
+    base = cfg(ascendWeight="5")
+    head = cfg(ascendWeight="5", verifiedAscendImage={"image": "registry/x:v1-npu"})
+    [change] = config_changes(base, head)
+    assert (change.fact, change.kind) == ("verifiedAscendImage.image", "evidence")
