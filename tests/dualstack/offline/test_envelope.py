@@ -271,3 +271,13 @@ def test_evidence_written_as_a_mapping_is_still_evidence():
     head = cfg(ascendWeight="5", verifiedAscendImage={"image": "registry/x:v1-npu"})
     [change] = config_changes(base, head)
     assert (change.fact, change.kind) == ("verifiedAscendImage.image", "evidence")
+
+
+def test_a_list_handed_over_as_json_text_is_the_same_list():
+    """Pulumi hands structured values over as JSON text: `[0, 5, ...]` is the written list."""
+    ladder = [0, 5, 20, 50, 80, 100]
+    base = cfg(ascendWeight="5", ladder=ladder)
+    assert config_changes(base, cfg(ascendWeight="5", ladder=json.dumps(ladder))) == []
+    assert describe(config_changes(base, cfg(ascendWeight="5", ladder="[0, 5, 50, 100]"))) == [
+        "ladder: [0, 5, 20, 50, 80, 100] -> [0, 5, 50, 100]"
+    ]
