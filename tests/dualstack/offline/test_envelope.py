@@ -281,3 +281,11 @@ def test_a_list_handed_over_as_json_text_is_the_same_list():
     assert describe(config_changes(base, cfg(ascendWeight="5", ladder="[0, 5, 50, 100]"))) == [
         "ladder: [0, 5, 20, 50, 80, 100] -> [0, 5, 50, 100]"
     ]
+
+
+def test_a_lowered_mirror_hides_no_later_change():
+    """Leaving the shadow rung and switching routers in one pull request: the switch (sorted
+    after mirrorPercent) is still a fact."""
+    shadow = cfg(ascendWeight="0", mirrorPercent="10")
+    head = cfg(ascendWeight="5", mirrorPercent="0", router="gateway-api")
+    assert resolved_changes(shadow, head) == ["router: istio -> gateway-api"]
