@@ -40,7 +40,10 @@ def test_no_change_passes(good_stack):
 
 def test_without_the_judge_s_facts_it_fails_closed(good_stack):
     [message] = envelope(good_stack(20), previousWeight=20)
-    assert message.startswith("policy config envelopeChanges is absent: the base's judge")
+    assert message == (
+        "policy config envelopeChanges is absent: the base's judge did not write this config, "
+        "so the envelope cannot be checked; regenerate it with `dualstack policy-config`"
+    )
 
 
 def test_each_unapproved_change_is_one_violation_naming_the_fact(good_stack):
@@ -121,3 +124,27 @@ def test_an_approved_first_deploy_may_start_at_zero_only(good_stack):
 def test_a_malformed_config_fails_closed(good_stack, config, start):
     [message] = envelope(good_stack(20), previousWeight=20, **config)
     assert message.startswith(start)
+
+
+def test_a_stack_without_routes_is_no_rollback(good_stack):
+    """Deleting the route object sends nothing anywhere that can be measured: it is no weight
+    below previousWeight, so an unapproved envelope change still fails."""
+    stack = [obj for obj in good_stack(20) if obj["kind"] not in ("VirtualService", "HTTPRoute")]
+    [message] = envelope(stack, envelopeChanges=[CHANGE], previousWeight=20)
+    assert message.startswith(
+        "capacity.totalReplicas: 4 -> 1: a change of the safety envelope (beyond ascendWeight "
+        "and the image pair) needs an owner's approval"
+    )
+
+
+def test_an_approved_change_that_drops_a_backend_names_the_missing_image(good_stack):
+    """No Ascend Deployment left: the served Ascend image is none, which is not the base's."""
+    stack = good_stack(20)
+    stack.remove(find(stack, "Deployment", "ascend"))
+    config = {"envelopeChanges": [CHANGE], "ownerApproved": True, "previousImages": IMAGES}
+    [message] = envelope(stack, previousWeight=20, **config)
+    assert message == (
+        "the owners approved envelope changes (capacity.totalReplicas: 4 -> 1), but the same "
+        f"pull request changes the ascend image {ASCEND_IMAGE} -> None: land the envelope "
+        "change first, then the step in its own pull request"
+    )
