@@ -12,8 +12,10 @@ cloudnativelabs/kube-router#934), so rules name pods and their own ports.
 
 One policy per backend (`inference-blue`, `inference-green`), selecting its pods:
 - ingress on the serving port from `security.networkPolicy.clients` (default: the mesh, every
-  pod with an Istio sidecar), the gateway pods when `istio.gateways` is set, and the precision
-  Job's pods (the direct Services `<service>-<hardware>` stay reachable by the Job);
+  pod with an Istio sidecar), the gateway pods when `istio.gateways` is set, the pods of each
+  Gateway API Gateway the HTTPRoute attaches to (`router: gateway-api`, `gatewayApi.gateways`),
+  and the precision Job's pods (the direct Services `<service>-<hardware>` stay reachable by
+  the Job);
 - ingress on `scrapePorts` from the Prometheus peer;
 - egress to DNS, istiod (the sidecar's configuration and certificates) and `egress`.
 One policy for the precision Job (ConfigMap/Job/CronJob pods): no ingress; egress to DNS,
@@ -28,10 +30,14 @@ from typing import Any
 
 from components.naming import precision_labels
 from components.settings import HARDWARE, Settings
+from components.settings.routing import GatewayRef
 from components.settings.security import ALL_NAMESPACES, PeerSettings, PortSettings
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 """Label the API server sets on every namespace to its name (Kubernetes >= 1.21)."""
+GATEWAY_NAME_LABEL = "gateway.networking.k8s.io/gateway-name"
+"""Label Istio's Gateway controller puts on what it deploys for a Gateway API Gateway, its
+Deployment's pods included (istio.io/latest/docs/reference/config/labels)."""
 
 
 def peer(settings: PeerSettings) -> dict[str, Any]:
@@ -76,12 +82,27 @@ def serving_port(settings: Settings) -> list[dict[str, Any]]:
     return [{"port": settings.service.port, "protocol": "TCP"}]
 
 
+def gateway_api_pods(settings: Settings, gateway: GatewayRef) -> dict[str, Any]:
+    """A peer of the pods Istio deploys for one Gateway API Gateway."""
+    namespace = gateway.namespace or settings.namespace
+    return {
+        "namespaceSelector": {
+            "matchExpressions": [
+                {"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": [namespace]}
+            ]
+        },
+        "podSelector": {"matchLabels": {GATEWAY_NAME_LABEL: gateway.name}},
+    }
+
+
 def serving_clients(settings: Settings) -> list[dict[str, Any]]:
     """Peers admitted on the serving port: clients, gateways (if bound), the precision Job."""
     policy = settings.security.network_policy
     found = [peer(client) for client in policy.clients]
     if settings.istio.gateways:
         found += [peer(gateway) for gateway in policy.gateway_clients]
+    if settings.router == "gateway-api":
+        found += [gateway_api_pods(settings, gateway) for gateway in settings.gateway_api.gateways]
     if settings.precision_check.enabled:
         found.append(local_pods(precision_labels(settings)))
     return found

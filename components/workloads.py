@@ -43,12 +43,13 @@ DRIVER_VOLUME = "accelerator-driver"
 
 
 def replicas_for(settings: Settings, hardware: Hardware) -> int:
-    """Pods of one backend at the stack's weight (formula in `components.capacity`)."""
+    """Pods of one backend at the stack's weight (formula in `components.capacity`). Ascend is
+    sized for its load: the weight, or at weight 0 the mirrored share (`mirrorPercent`)."""
     capacity = settings.capacity
     if hardware == "ascend":
         return ascend_replicas(
             capacity.total_replicas,
-            settings.ascend_weight,
+            settings.ascend_load_percent,
             capacity.headroom,
             capacity.ascend_capacity_ratio,
         )

@@ -337,6 +337,7 @@ POLICIES = [
                 **SUBSET_SCHEMAS,
                 "ascendResource": SHARE_SCHEMAS["ascendResource"],
                 "services": SERVICES_SCHEMA,
+                "testerPinning": SHARE_SCHEMAS["testerPinning"],
             }
         ),
     ),

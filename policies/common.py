@@ -47,6 +47,22 @@ SUBSET_SCHEMAS = {
 DEFAULT_ASCEND_RESOURCE = "huawei.com/Ascend910"
 """Extended resource Ascend pods request, used when config has no `ascendResource` (the
 settings' `ascend.acceleratorResource` default)."""
+DEFAULT_PINNING = {"header": "x-dualstack-hardware", "nvidia": "nvidia", "ascend": "ascend"}
+"""The settings' `testerPinning` defaults (header and values)."""
+
+PINNING_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "header": {"type": "string"},
+        "nvidia": {"type": "string"},
+        "ascend": {"type": "string"},
+    },
+    "default": dict(DEFAULT_PINNING),
+    "description": "The tester-pin header and its value per hardware (`testerPinning` of the "
+    "BASE stack config): a rule matching exactly that header and value and routing only to "
+    "that hardware is left out of the Ascend share.",
+}
+
 SHARE_SCHEMAS = {
     "ascendSubset": SUBSET_SCHEMAS["ascendSubset"],
     "ascendResource": {
@@ -56,6 +72,7 @@ SHARE_SCHEMAS = {
         "a workload whose pods request it is an Ascend backend, whatever subset or Service "
         "routes to it.",
     },
+    "testerPinning": PINNING_SCHEMA,
 }
 """Config keys of the policies that judge the Ascend share of traffic (`policies.traffic_share`):
 which pods are Ascend pods."""

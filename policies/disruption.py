@@ -36,6 +36,7 @@ from pulumi_policy import (
 )
 
 from policies.common import (
+    SHARE_SCHEMAS,
     as_int,
     config_errors_are_violations,
     describe,
@@ -43,6 +44,7 @@ from policies.common import (
     mapping,
     path,
 )
+from policies.pins import config_pinning, pinned_hardware
 from policies.stack_view import Item, Route, StackView, replicas, routes_of, selects
 from policies.traffic_share import destination_shares, percent
 
@@ -108,17 +110,24 @@ def budgets(resources: Iterable[Any]) -> list[Budget]:
     return found
 
 
-def serving_workloads(view: StackView) -> list[tuple[Item, str]]:
-    """Each workload some route sends a share above 0 (or an unknown share), with where from
-    for messages (`VirtualService inference/inference-vs route 'split' sends it 5%`). The
-    share of a destination is its weight over its route's sum (`destination_shares`), its
-    pods where `StackView.reach` resolves it; which pods are Ascend's does not matter here."""
+def serving_workloads(
+    view: StackView, pinning: Mapping[str, str] | None = None
+) -> list[tuple[Item, str]]:
+    """Each workload some route of a VirtualService or HTTPRoute sends a share above 0 (or an
+    unknown share), with where from for messages (`VirtualService inference/inference-vs route
+    'split' sends it 5%`). The share of a destination is its weight over its route's sum
+    (`destination_shares`), its pods where `StackView.reach` resolves it; which pods are
+    Ascend's does not matter here. A tester pin (`pinning`: config `testerPinning`, the shape
+    `policies.pins` recognises) carries only requests that carry the pin header, so it makes
+    no workload serving: a drain there fails a tester's request, not a user's."""
     found: dict[str, tuple[Item, str]] = {}
-    for vs in view.virtual_services:
+    for vs in view.route_objects:
         by_route: dict[str, list[Route]] = {}
         for route in routes_of(vs):
             by_route.setdefault(route.route_key, []).append(route)
         for routes in by_route.values():
+            if pinning is not None and pinned_hardware(vs.kind, routes[0].entry, pinning):
+                continue
             shares = destination_shares(routes) or (None,) * len(routes)
             where = f"{vs.label} route {routes[0].route_name!r}"
             for route, share in zip(routes, shares, strict=True):
@@ -148,7 +157,8 @@ def serving_disruption_budget_validator(
     """Every workload that takes traffic runs at least `MIN_SERVING_REPLICAS` pods and is
     selected by a PodDisruptionBudget that keeps at least one of them available, so a node
     drain never leaves its subset without a ready pod (module docstring)."""
-    serving = [(w, why) for w, why in serving_workloads(StackView.of(args.resources))]
+    pinning = config_pinning(args.get_config())
+    serving = [(w, why) for w, why in serving_workloads(StackView.of(args.resources), pinning)]
     serving = [(w, why) for w, why in serving if w.kind in SCALED_KINDS]
     if not serving:
         args.not_applicable("no Deployment takes traffic")
@@ -193,7 +203,9 @@ POLICIES = [
         "subset without a ready pod.",
         validate=serving_disruption_budget_validator,
         enforcement_level=EnforcementLevel.MANDATORY,
-        config_schema=PolicyConfigSchema(properties={}),
+        config_schema=PolicyConfigSchema(
+            properties={"testerPinning": SHARE_SCHEMAS["testerPinning"]}
+        ),
     ),
 ]
 """The disruption policy."""

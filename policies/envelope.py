@@ -10,9 +10,11 @@ against. The judge computes those changes from the BASE's code (`dualstack polic
 `ownerApproved` set only from the code host's review state (a CODEOWNERS review on GitHub,
 approval rules on GitLab). The pack imports nothing of the project.
 
-Rules: no change passes; a weight decrease always passes (a rollback is never blocked by this
-policy); otherwise unapproved changes fail, one violation per fact, and approved changes fail
-when the same pull request raises the Ascend weight or changes a served image.
+Rules: no change passes; unapproved changes fail, one violation per fact, a weight decrease
+included (else 20 -> 5 with ladder `[0, 5, 100]` would land unapproved and judge the next
+step, 5 -> 100; the decrease alone, what `dualstack rollback` writes, has no envelope change
+and always passes); approved changes pass with a decrease and fail when the same pull request
+raises the Ascend weight or changes a served image.
 """
 
 from __future__ import annotations
@@ -37,11 +39,10 @@ from policies.common import (
     config_errors_are_violations,
     config_int,
     mapping,
-    subset_name,
 )
 from policies.members import SERVICES_SCHEMA, per_service
 from policies.stack_view import StackView, container_images
-from policies.traffic_share import ascend_shares, percent
+from policies.traffic_share import ascend_shares, backend_workload, percent
 
 APPROVAL = (
     "an owner's approval (a CODEOWNERS review on GitHub, the approval rules on GitLab; the "
@@ -77,12 +78,13 @@ def envelope_changes(config: Mapping[str, Any]) -> list[str]:
 
 def _served(view: StackView, config: Mapping[str, Any]) -> tuple[Fraction | None, dict[str, Any]]:
     """(the largest Ascend share any route sends, in %, None without routes; {hardware: first
-    app container image}). The share is where traffic really goes (`policies.traffic_share`)."""
+    app container image}). The share is where traffic really goes, under either router
+    (`policies.traffic_share`), and so are the backends (`backend_workload`)."""
     shares = ascend_shares(view, config)
     weight = shares.most if shares.routes else None
     images = {}
     for hardware in ("nvidia", "ascend"):
-        workload, _why = view.backend(subset_name(config, hardware))
+        workload, _why = backend_workload(view, config, hardware)
         found = container_images(workload) if workload is not None else []
         images[hardware] = found[0][1] if found else None
     return weight, images
@@ -93,9 +95,9 @@ def _served(view: StackView, config: Mapping[str, Any]) -> tuple[Fraction | None
 def safety_envelope_unchanged_validator(
     args: StackValidationArgs, report_violation: ReportViolation
 ) -> None:
-    """Fail each envelope change without `ownerApproved`; with it, fail a raise of the Ascend
-    weight above `previousWeight` or a served image other than `previousImages`. A weight
-    below `previousWeight` always passes."""
+    """Fail each envelope change without `ownerApproved` (a decrease too); with it, fail a
+    raise of the Ascend weight above `previousWeight` or a served image other than
+    `previousImages`, unless the weight goes below `previousWeight` (an approved rollback)."""
     config = args.get_config()
     changes = envelope_changes(config)
     if not changes:
@@ -105,16 +107,19 @@ def safety_envelope_unchanged_validator(
         raise ConfigError(f"ownerApproved = {approved!r} is not true or false")
     previous = config_int(config, "previousWeight", 0, 100)
     weight, images = _served(StackView.of(args.resources), config)
-    if previous is not None and weight is not None and weight < previous:
-        return  # a rollback: never blocked by this policy
     if not approved:
+        # Also with a decrease: the change would land unapproved and judge the next step
+        # (20 -> 5 with ladder [0, 5, 100], then 5 -> 100). The decrease alone always passes.
         for change in changes:
             report_violation(
                 f"{change}: a change of the safety envelope (beyond ascendWeight and the image "
-                f"pair) needs {APPROVAL}; or split it from the migration step",
+                f"pair) needs {APPROVAL}; or split it from the migration step (a weight "
+                "decrease alone always passes)",
                 None,
             )
         return
+    if previous is not None and weight is not None and weight < previous:
+        return  # an approved change with a rollback: never blocked by this policy
     moves = []
     if weight is not None and weight > (previous or 0):
         moves.append(f"raises the Ascend weight from {previous or 0}% to {percent(weight)}")
@@ -143,7 +148,7 @@ POLICIES = [
         description="A change beyond the Ascend weight and the verified image pair (config, "
         "evidence, program, pack, CLI, dependencies, pipelines) needs the owners' approval, "
         "and even approved may not raise the weight or change a served image; a weight "
-        "decrease is never blocked.",
+        "decrease alone is never blocked.",
         validate=safety_envelope_unchanged_validator,
         enforcement_level=EnforcementLevel.MANDATORY,
         config_schema=PolicyConfigSchema(

@@ -12,6 +12,12 @@ weight, and an omitted weight beside other destinations counts as 0. Kubernetes 
 (kubernetes.io, "Service"): a Service's endpoints are the pods in its namespace whose labels
 match its `selector`; a Service without a selector (or of type ExternalName) has no pod
 endpoints the cluster manages.
+
+Gateway API facts (gateway-api.sigs.k8s.io, HTTPRoute; REFERENCE.md "Gateway API"): an
+HTTPRoute rule's `backendRefs` are the destinations, a Service by default (group "", kind
+Service), in the route's namespace unless one is given; a backendRef's `weight` is a
+proportion (weight / sum of the rule's weights) and defaults to 1; a `RequestMirror` filter
+copies requests whose responses are discarded, so it serves no traffic and is no destination.
 """
 
 from __future__ import annotations
@@ -76,6 +82,8 @@ class Route:
     raw_weight: Any
     siblings: int
     """Number of destinations in the same route (1 = takes all traffic)."""
+    entry: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    """The whole route entry (a VirtualService `http` entry, an HTTPRoute rule)."""
 
 
 @dataclass(frozen=True)
@@ -121,7 +129,9 @@ ROUTE_SECTIONS = ("http", "tcp", "tls")
 
 def routes_of(vs: Item) -> list[Route]:
     """Every weighted destination of every route (http, tcp, tls; any match) of a VirtualService
-    item, in spec order."""
+    item, in spec order; of every rule of an HTTPRoute item (`http_route_routes`)."""
+    if vs.kind == "HTTPRoute":
+        return http_route_routes(vs)
     found = []
     for section in ROUTE_SECTIONS:
         for index, entry in enumerate(sequence(path(vs.props, "spec", section))):
@@ -146,8 +156,45 @@ def routes_of(vs: Item) -> list[Route]:
                         weight=weight,
                         raw_weight=raw,
                         siblings=len(destinations),
+                        entry=entry if section == "http" else {},
                     )
                 )
+    return found
+
+
+def _backend_host(ref: Mapping[str, Any], namespace: str) -> str:
+    """A backendRef's Service as an FQDN; another kind of backend as `<kind> <name>`, which no
+    Service matches (its pods cannot be known)."""
+    name = str(ref.get("name") or "")
+    group, kind = str(ref.get("group") or ""), str(ref.get("kind") or "Service")
+    if group in ("", "core") and kind == "Service":
+        return fqdn(name, str(ref.get("namespace") or namespace))
+    return f"{group or 'core'}/{kind} {name}"
+
+
+def http_route_routes(route: Item) -> list[Route]:
+    """Every backendRef of every rule of an HTTPRoute item, in spec order; `weight` is the
+    backendRef's (default 1, a proportion); mirror filters are left out."""
+    found = []
+    for index, rule in enumerate(sequence(path(route.props, "spec", "rules"))):
+        rule = mapping(rule)
+        refs = [mapping(r) for r in sequence(rule.get("backendRefs"))]
+        key = f"rules[{index}]"
+        for ref in refs:
+            raw = ref.get("weight")
+            found.append(
+                Route(
+                    virtual_service=route,
+                    route_name=str(rule.get("name") or key),
+                    route_key=key,
+                    host=_backend_host(ref, route.namespace),
+                    subset=None,
+                    weight=1 if raw is None else as_int(raw),
+                    raw_weight=raw,
+                    siblings=len(refs),
+                    entry=rule,
+                )
+            )
     return found
 
 
@@ -182,6 +229,7 @@ class StackView:
     _memo: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False, compare=False)
     """Answers already worked out ((question, key) -> answer): a fleet's views are asked the
     same hosts and Services for every route, and the props are the engine's slow proxies."""
+    http_routes: list[Item] = field(default_factory=list)
 
     @classmethod
     def of(cls, resources: Iterable[Any]) -> StackView:
@@ -190,7 +238,7 @@ class StackView:
         for resource in resources:
             kind = kind_of(resource.resource_type)
             if (
-                kind in ("VirtualService", "DestinationRule", "Service")
+                kind in ("VirtualService", "DestinationRule", "Service", "HTTPRoute")
                 or pod_template_spec(kind, mapping(resource.props)) is not None
             ):
                 item = _item(resource)
@@ -198,12 +246,18 @@ class StackView:
                     "VirtualService": view.virtual_services,
                     "DestinationRule": view.destination_rules,
                     "Service": view.services,
+                    "HTTPRoute": view.http_routes,
                 }.get(kind, view.workloads).append(item)
         return view
 
+    @property
+    def route_objects(self) -> list[Item]:
+        """Every object that routes traffic: the VirtualServices, then the HTTPRoutes."""
+        return [*self.virtual_services, *self.http_routes]
+
     def routes(self) -> list[Route]:
-        """Every weighted destination of every VirtualService."""
-        return [route for vs in self.virtual_services for route in routes_of(vs)]
+        """Every weighted destination of every VirtualService and HTTPRoute."""
+        return [route for vs in self.route_objects for route in routes_of(vs)]
 
     def subset_labels(self, host: str, subset: str) -> list[Mapping[str, Any]]:
         """The labels `subset` has in each DestinationRule whose host is `host` (FQDN): one

@@ -49,11 +49,10 @@ from policies.common import (
     kind_of,
     mapping,
     pod_template_spec,
-    subset_name,
 )
 from policies.members import SERVICES_SCHEMA, per_service
 from policies.stack_view import Item, StackView, container_images
-from policies.traffic_share import ascend_shares, percent
+from policies.traffic_share import ascend_shares, backend_workload, percent
 
 VERIFIED_IMAGE_ANNOTATION = "dualstack.io/verified-ascend-image"
 """Annotation the program puts on the Ascend Deployment (the head's own record, informative
@@ -128,8 +127,9 @@ def _tag_pattern(args: StackValidationArgs) -> re.Pattern[str]:
 
 
 def _backend_image(view: StackView, config: Any, hardware: str) -> tuple[Item | None, Any, str]:
-    """(workload, image of its first app container, problem) of one backend."""
-    workload, why = view.backend(subset_name(config, hardware))
+    """(workload, image of its first app container, problem) of one backend
+    (`traffic_share.backend_workload`: behind its subset, or the one the routes reach)."""
+    workload, why = backend_workload(view, config, hardware)
     if workload is None:
         return None, None, why
     images = container_images(workload)
@@ -148,8 +148,8 @@ def image_pair_consistent_validator(
     pattern = _tag_pattern(args)
     config = args.get_config()
     view = StackView.of(args.resources)
-    if not view.virtual_services:
-        args.not_applicable("no VirtualService: no backend pair in this stack")
+    if not view.route_objects:
+        args.not_applicable("no VirtualService or HTTPRoute: no backend pair in this stack")
     releases: dict[str, tuple[str, str]] = {}
     for hardware in ("nvidia", "ascend"):
         workload, image, why = _backend_image(view, config, hardware)
@@ -242,7 +242,7 @@ def precision_verified_before_promotion_validator(
     view = StackView.of(args.resources)
     shares = ascend_shares(view, config)  # where traffic really goes, every route counted
     if not shares.routes:
-        args.not_applicable("no VirtualService routes traffic")
+        args.not_applicable("no VirtualService or HTTPRoute routes traffic")
     for message, urn in shares.problems:
         report_violation(f"cannot judge the Ascend share: {message}", urn)
     weight = shares.most
@@ -301,6 +301,7 @@ POLICIES = [
                     "group `release` must be equal for both backends.",
                 },
                 **SUBSET_SCHEMAS,
+                **SHARE_SCHEMAS,  # the backends the routes reach (an HTTPRoute)
             }
         ),
     ),

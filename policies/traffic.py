@@ -1,6 +1,8 @@
 """Traffic policies: the Ascend share sits on the ladder, rises one step at a time, and the
-VirtualService's routes are valid integers summing to 100 over destinations that reach pods of
-the stack, every weighted route naming both backends' subsets.
+routes are valid: a VirtualService's integers summing to 100, every weighted route naming both
+backends' subsets; an HTTPRoute's weighted rules never all zero and naming both backends'
+Services; every destination reaching pods of the stack. Both routers are judged alike: the
+share is computed from either (`policies.traffic_share`).
 
 The Ascend share is where traffic really goes (`policies.traffic_share`): every destination of
 every route is resolved to the pods it reaches, and the share judged is the largest any route
@@ -41,6 +43,7 @@ from policies.common import (
     config_ladder,
     subset_name,
 )
+from policies.http_route_checks import http_route_problems
 from policies.members import SERVICES_SCHEMA, per_service
 from policies.stack_view import (
     Route,
@@ -50,7 +53,13 @@ from policies.stack_view import (
     rule_host,
     rule_subsets,
 )
-from policies.traffic_share import AscendShares, RouteShare, ascend_shares, percent
+from policies.traffic_share import (
+    AscendShares,
+    RouteShare,
+    ascend_shares,
+    ascend_workload_urns,
+    percent,
+)
 
 DEFAULT_TOTAL_WEIGHT = 100
 """Sum of the weights of one weighted route in %, used when config has no `totalWeight`."""
@@ -281,7 +290,9 @@ def route_weights_valid_validator(
     total = config_total_weight(config)
     required = required_subsets(config)
     view = StackView.of(args.resources)
-    for message, urn in _route_problems(view, total, required) + _subset_problems(view):
+    ascend = ascend_workload_urns(view, config)
+    problems = _route_problems(view, total, required) + http_route_problems(view, ascend)
+    for message, urn in problems + _subset_problems(view):
         report_violation(message, urn)
 
 
@@ -307,7 +318,11 @@ CONFIG_JUMP = PolicyConfigSchema(
     }
 )
 CONFIG_ROUTES = PolicyConfigSchema(
-    properties={"totalWeight": TOTAL_WEIGHT_SCHEMA, **SUBSET_SCHEMAS}
+    properties={
+        "totalWeight": TOTAL_WEIGHT_SCHEMA,
+        **SUBSET_SCHEMAS,
+        "ascendResource": SHARE_SCHEMAS["ascendResource"],
+    }
 )
 
 POLICIES = [
@@ -332,8 +347,9 @@ POLICIES = [
         name="route-weights-valid",
         description="VirtualService route weights are integers 0..100 summing to 100 "
         "(totalWeight), every weighted route names both backends' subsets (an explicit "
-        "`weight: 0`), every destination reaches pods of the stack, and each subset selects "
-        "the pods of exactly one workload.",
+        "`weight: 0`); HTTPRoute weights are proportions 0..1000000, never all zero, every "
+        "weighted rule naming both backends' Services; every destination reaches pods of the "
+        "stack, and each subset selects the pods of exactly one workload.",
         validate=route_weights_valid_validator,
         enforcement_level=EnforcementLevel.MANDATORY,
         config_schema=CONFIG_ROUTES,

@@ -1,8 +1,9 @@
 """The Ascend share of a stack's traffic, from where each route really sends it.
 
 Names decide nothing here: every destination of every route of every VirtualService (any match,
-http, tcp and tls) is resolved to the workloads whose pods it reaches (`StackView.reach`: a
-subset through its host's DestinationRule labels, a host through its Service's selector), and a
+http, tcp and tls) and every backendRef of every HTTPRoute rule is resolved to the workloads
+whose pods it reaches (`StackView.reach`: a subset through its host's DestinationRule labels, a
+host, or a backendRef's Service, through its Service's selector), and a
 workload is an Ascend one when its pods request the Ascend accelerator (`ascendResource`) or the
 Ascend subset (`ascendSubset`) of some DestinationRule selects them: either is enough, so a name
 can add Ascend pods but never hide one.
@@ -10,11 +11,17 @@ can add Ascend pods but never hide one.
 Any route may carry all traffic (a match that fits every request, a route placed first), so
 what is judged is the worst case: the largest share any route gives to Ascend pods. A
 destination's share is its weight over the sum of its route's weights (Istio splits by
-weight/sum; a route with one destination sends it everything, REFERENCE.md). A destination
+weight/sum, and so does an HTTPRoute, whose backendRef weight defaults to 1; a route with one
+destination sends it everything, REFERENCE.md). A destination
 whose pods are a mix of Ascend and other workloads counts wholly as Ascend traffic for the
 upper bound (`most`) and not at all for the lower bound (`least`): the policies that guard
 Ascend (the step, the capacity, the precision check) judge `most`; the one that lets NVIDIA
 shrink (only when every route sends everything to Ascend) judges `least`.
+
+Two things are no served traffic and are left out: mirror destinations (Istio `mirror`, the
+HTTPRoute `RequestMirror` filter: copies whose responses are discarded), and tester pins, the
+rules that send one header value to one backend (`policies.pins`, recognised precisely;
+`AscendShares.pins` keeps them for messages).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from fractions import Fraction
 from typing import Any
 
 from policies.common import DEFAULT_ASCEND_RESOURCE, config_str, subset_name
+from policies.pins import config_pinning, pinned_hardware, reaches_only
 from policies.placement import requested_accelerators
 from policies.stack_view import Item, Reach, Route, StackView, destination_text, routes_of
 
@@ -47,6 +55,8 @@ class RouteShare:
     """The Ascend workloads the route reaches."""
     unknown: bool = False
     """True when a destination carrying traffic reaches no known pod (counted in `most`)."""
+    pin: str | None = None
+    """`nvidia` / `ascend` for a tester pin (`policies.pins`), left out of the share."""
 
     @property
     def reached(self) -> str:
@@ -84,6 +94,8 @@ class AscendShares:
     problems: list[tuple[str, str]] = field(default_factory=list)
     """(message, urn) per destination that carries traffic but reaches no known pod, and per
     route whose weights are not whole numbers: the share cannot be judged (fail closed)."""
+    pins: list[RouteShare] = field(default_factory=list)
+    """The tester pins, not in `routes`: they carry only requests with the pin header."""
 
     @property
     def most(self) -> Fraction:
@@ -149,14 +161,16 @@ def _weights_text(routes: list[Route]) -> str:
 
 
 def ascend_shares(view: StackView, config: Mapping[str, Any]) -> AscendShares:
-    """The Ascend share of every route of every VirtualService in `view`.
+    """The Ascend share of every route of every VirtualService and HTTPRoute in `view`; tester
+    pins go to `pins`.
 
-    Raises ConfigError (through `config_str`/`subset_name`) for a malformed `ascendResource` or
-    `ascendSubset`.
+    Raises ConfigError (through `config_str`/`subset_name`/`config_pinning`) for a malformed
+    `ascendResource`, `ascendSubset` or `testerPinning`.
     """
     ascend = ascend_workload_urns(view, config)
+    pinning = config_pinning(config)
     result = AscendShares(frozenset(ascend))
-    for vs in view.virtual_services:
+    for vs in view.route_objects:
         by_route: dict[str, list[Route]] = {}
         for route in routes_of(vs):
             by_route.setdefault(route.route_key, []).append(route)
@@ -195,18 +209,23 @@ def ascend_shares(view: StackView, config: Mapping[str, Any]) -> AscendShares:
                     most += each or 0
                 if hits and len(hits) == len(reach.workloads):
                     least += each or 0
-            result.routes.append(
-                RouteShare(
-                    vs,
-                    share.name,
-                    reaches,
-                    shares,
-                    most if shares is not None else None,
-                    least if shares is not None else None,
-                    tuple(reached.values()),
-                    unknown,
-                )
+            pin = pinned_hardware(vs.kind, routes[0].entry, pinning)
+            if pin and not reaches_only(
+                pin, [w.urn for w in reaches[0].workloads], result.ascend_urns
+            ):
+                pin = None  # a pin's shape, but it sends its requests elsewhere: judge it
+            judged = RouteShare(
+                vs,
+                share.name,
+                reaches,
+                shares,
+                most if shares is not None else None,
+                least if shares is not None else None,
+                tuple(reached.values()),
+                unknown,
+                pin,
             )
+            (result.pins if pin else result.routes).append(judged)
     return result
 
 
@@ -237,3 +256,25 @@ def nvidia_backend(shares: AscendShares, config: Mapping[str, Any]) -> tuple[Ite
         return None, f"no route reaches the pods of a workload other than Ascend (subset {name!r})"
     names = ", ".join(sorted(w.label for w in found.values()))
     return None, f"the routes reach several non-Ascend workloads: {names}"
+
+
+def backend_workload(
+    view: StackView, config: Mapping[str, Any], hardware: str
+) -> tuple[Item | None, str]:
+    """The one workload serving `hardware` (`nvidia` | `ascend`), or (None, why not), under
+    either router: the workload behind its subset (`StackView.backend`); in a stack without
+    DestinationRules (an HTTPRoute to the per-backend Services) the one the routes reach:
+    Ascend's by the Ascend pods it reaches, NVIDIA's as the one other workload
+    (`nvidia_backend`). Raises ConfigError for a malformed subset, resource or pin config."""
+    workload, why = view.backend(subset_name(config, hardware))
+    if workload is not None or view.destination_rules:
+        return workload, why
+    shares = ascend_shares(view, config)
+    if hardware == "nvidia":
+        return nvidia_backend(shares, config)
+    found = [workload for workload, _share in shares.ascend_workloads()]
+    if len(found) == 1:
+        return found[0], ""
+    if not found:
+        return None, "no route reaches the pods of an Ascend workload"
+    return None, f"the routes reach several Ascend workloads: {', '.join(w.label for w in found)}"

@@ -164,12 +164,29 @@ def git_repo(tmp_path: Path) -> Path:
     return repo
 
 
+# Never copied when the project is not a git checkout: tools, caches, mutmut's copy.
+_NOT_PROJECT = {".git", ".venv", "__pycache__", ".pytest_cache", ".ruff_cache", "mutants"}
+_NOT_PROJECT |= {"node_modules", "checkov-venv", ".benchmarks", "build"}
+
+
 def _project_files() -> list[str]:
-    """The project's files as git sees them (tracked and new, not ignored), minus stack files."""
-    listed = git(REPO, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    """The project's files, minus the committed stack files: as git sees them (tracked and
+    new, not ignored); outside a git checkout (a tarball, mutmut's ignored `mutants/` copy)
+    every file but those under `_NOT_PROJECT` folders."""
+    try:
+        listed = git(REPO, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+        names = set(listed.split("\0"))
+    except (OSError, subprocess.CalledProcessError):
+        names = set()
+    if not names - {""}:
+        names = {
+            path.relative_to(REPO).as_posix()
+            for path in REPO.rglob("*")
+            if not _NOT_PROJECT & set(path.relative_to(REPO).parts)
+        }
     return [
         name
-        for name in sorted(set(listed.split("\0")))
+        for name in sorted(names)
         if name
         and not (committed_stacks.STACK_FILE.search(name) and "/" not in name)
         and (REPO / name).is_file()

@@ -145,6 +145,18 @@ def precision_alert(settings: Settings, stack: str) -> Rule:
     )
 
 
+def _no_traffic_checks(settings: Settings) -> str:
+    if settings.router == "gateway-api":
+        backend, route = f"Service `{settings.service.name}-ascend`", "HTTPRoute"
+    else:
+        backend, route = "DestinationRule subset `ascend`", "VirtualService"
+    return (
+        f"Check that the {backend} selects ready pods (istioctl analyze IST0101/IST0173) and "
+        f"that the {route} was applied. After a break-glass `kubectl patch` of the {route}, "
+        "apply the rollback commit so this rule's configured weight follows."
+    )
+
+
 def no_traffic_alert(settings: Settings, stack: str) -> Rule:
     """Requests are served but none by Ascend while its configured weight is above 0."""
     weight = selector(m.ASCEND_WEIGHT, scope_labels(settings))
@@ -157,10 +169,7 @@ def no_traffic_alert(settings: Settings, stack: str) -> Rule:
         "ascend",
         f"No request reaches Ascend in {_where(settings)} although its configured weight is "
         "{{ $value | humanizePercentage }}: " + f"{_sop(settings, stack)}.",
-        "Check that the DestinationRule subset `ascend` selects ready pods "
-        "(istioctl analyze IST0101/IST0173) and that the VirtualService was applied. After a "
-        "break-glass `kubectl patch` of the VirtualService, apply the rollback commit so this "
-        "rule's configured weight follows.",
+        _no_traffic_checks(settings),
     )
 
 

@@ -53,3 +53,6 @@ ACCELERATOR_COST = "hardware:accelerator_cost:sum24h"
 
 ASCEND_WEIGHT = "namespace:inference_ascend_weight:ratio"
 """The configured Ascend route weight as a ratio (0..1), to compare with ASCEND_SHARE."""
+ASCEND_MIRROR = "namespace:inference_ascend_mirror:ratio"
+"""The configured share of requests mirrored to Ascend (0..1; `mirrorPercent`, at weight 0 only):
+with ASCEND_WEIGHT, the rung the traffic data was taken at."""

@@ -113,7 +113,8 @@ def request_rules(settings: Settings, hardware: Hardware) -> list[Rule]:
 
 
 def migration_rules(settings: Settings) -> list[Rule]:
-    """ASCEND_WEIGHT (the configured route weight) and ASCEND_SHARE (the served share)."""
+    """ASCEND_WEIGHT (the configured route weight), ASCEND_MIRROR (the configured mirrored
+    share) and ASCEND_SHARE (the share of requests Ascend handled, mirrored ones included)."""
     ns = scope_labels(settings)
     share = (
         f"(sum({selector(m.REQUEST_RATE, {'hardware': 'ascend', **ns})}) or vector(0))\n"
@@ -122,6 +123,9 @@ def migration_rules(settings: Settings) -> list[Rule]:
     return [
         record(
             m.ASCEND_WEIGHT, f"vector({number(settings.ascend_weight / 100)})", settings, "ascend"
+        ),
+        record(
+            m.ASCEND_MIRROR, f"vector({number(settings.mirror_percent / 100)})", settings, "ascend"
         ),
         record(m.ASCEND_SHARE, share, settings, "ascend"),
     ]

@@ -19,13 +19,16 @@ config:
 ```
 
 - Once per stack (`FLEET_KEYS`, `FLEET_HARDWARE_KEYS`): `ladder`, `namespace`, `policy`,
-  `security`, `monitoring`, and each backend's `pool`, `acceleratorResource` and
-  `driverHostPath`. A member setting one is refused.
-- Per member only (`MEMBER_ONLY`): `ascendWeight` and the evidence (`verifiedImages`,
-  `verifiedAscendImage`); with `services` they may not stand at the stack level.
+  `security`, `monitoring`, `testerPinning` (one pin header for every service), and each
+  backend's `pool`, `acceleratorResource` and `driverHostPath`. A member setting one is
+  refused.
+- Per member only (`MEMBER_ONLY`): `ascendWeight`, `mirrorPercent` (the shadow rung) and the
+  evidence (`verifiedImages`, `verifiedAscendImage`); with `services` they may not stand at
+  the stack level.
 - Named after the member (`member_names`): the shared Service and `app` label `<name>`, the
-  Deployments `<name>-blue` / `<name>-green`, the VirtualService `<name>-vs` and the
-  DestinationRule `<name>-dr`; these may not be set at the stack level either.
+  Deployments `<name>-blue` / `<name>-green`, the VirtualService `<name>-vs`, the
+  DestinationRule `<name>-dr` and the HTTPRoute `<name>-route`; these may not be set at the
+  stack level either.
 - Everything else (images, capacity, probes, resources, scratch, Istio API version, gateways
   and hosts, SLOs, the precision check) is inherited from the stack's keys and may be set per
   member; mappings merge key by key, lists replace.
@@ -54,12 +57,13 @@ from components.settings.model import (
 from components.settings.scalars import shown
 
 SERVICES_KEY = "services"
-FLEET_KEYS = frozenset({"ladder", "namespace", "policy", "security", "monitoring"})
+FLEET_KEYS = frozenset({"ladder", "namespace", "policy", "security", "monitoring", "testerPinning"})
 """Stack-level keys a member may not set: the fleet shares them."""
 FLEET_HARDWARE_KEYS = frozenset({"pool", "acceleratorResource", "driverHostPath"})
 """Keys of `nvidia` / `ascend` a member may not set: the node pools are the stack's, once."""
-MEMBER_ONLY = frozenset({"ascendWeight", "verifiedImages", "verifiedAscendImage"})
-"""Keys that belong to one member: never inherited, refused at the stack level of a fleet."""
+MEMBER_ONLY = frozenset({"ascendWeight", "mirrorPercent", "verifiedImages", "verifiedAscendImage"})
+"""Keys that belong to one member: never inherited, refused at the stack level of a fleet (a
+member's rung is its weight and its mirrored share)."""
 MAX_MEMBER_NAME = 56
 """A member's name is its Service name: a DNS-1035 label with room for `-nvidia`."""
 
@@ -71,6 +75,7 @@ def member_names(name: str) -> dict[str, Any]:
         "nvidia": {"deploymentName": f"{name}-blue"},
         "ascend": {"deploymentName": f"{name}-green"},
         "istio": {"virtualServiceName": f"{name}-vs", "destinationRuleName": f"{name}-dr"},
+        "gatewayApi": {"routeName": f"{name}-route"},
     }
 
 

@@ -40,6 +40,13 @@ from components.settings.images import pinned_image
 from components.settings.monitoring import MonitoringSettings
 from components.settings.policy import PolicySettings
 from components.settings.precision import PrecisionCheckSettings
+from components.settings.routing import (
+    BakeTime,
+    GatewayApiSettings,
+    Router,
+    TesterPinningSettings,
+    mirror_problem,
+)
 from components.settings.scalars import INT32_MAX, Bool, Int, Number, kind_of, shown
 from components.settings.security import (
     ASCEND_SCRATCH,
@@ -387,6 +394,17 @@ class Settings(ConfigModel):
     precision_check: PrecisionCheckSettings = Field(default_factory=PrecisionCheckSettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
+    router: Router = Field(
+        "istio", description="What splits traffic: Istio VirtualService, or Gateway API HTTPRoute."
+    )
+    gateway_api: GatewayApiSettings = Field(default_factory=GatewayApiSettings)
+    tester_pinning: TesterPinningSettings = Field(default_factory=TesterPinningSettings)
+    mirror_percent: Percent = Field(
+        0, description="% of requests mirrored to Ascend (responses discarded); weight 0 only."
+    )
+    bake_time: BakeTime = Field(
+        "24h", description="How long the current rung must hold before the next promotion."
+    )
 
     @field_validator("ladder")
     @classmethod
@@ -402,6 +420,13 @@ class Settings(ConfigModel):
         if ladder is not None and weight not in ladder:
             raise ValueError(f"not a ladder step; allowed: {', '.join(map(str, ladder))}")
         return weight
+
+    @field_validator("mirror_percent")
+    @classmethod
+    def _mirror_at_zero(cls, percent: int, info: ValidationInfo) -> int:
+        if problem := mirror_problem(percent, info.data.get("ascend_weight")):
+            raise ValueError(problem)
+        return percent
 
     @model_validator(mode="after")
     def _consistent(self) -> Settings:
@@ -430,11 +455,16 @@ class Settings(ConfigModel):
         `service.name` for the single implicit service."""
         return self._member or self.service.name
 
+    def config_key(self, key: str) -> str:
+        """Where this service's `key` lives in the stack config: `key` itself, or
+        `services.<name>.<key>` for a fleet member (`pulumi config set --path`)."""
+        return f"services.{self._member}.{key}" if self._member else key
+
     @property
     def weight_key(self) -> str:
         """The config key holding this service's weight: `ascendWeight`, or
         `services.<name>.ascendWeight` for a fleet member (`pulumi config set --path`)."""
-        return f"services.{self._member}.ascendWeight" if self._member else "ascendWeight"
+        return self.config_key("ascendWeight")
 
     @property
     def ladder_position(self) -> int:
@@ -446,6 +476,11 @@ class Settings(ConfigModel):
         """The ladder step after the current weight, or None at the top."""
         position = self.ladder_position
         return self.ladder[position + 1] if position + 1 < len(self.ladder) else None
+
+    @property
+    def ascend_load_percent(self) -> int:
+        """% of requests Ascend handles: its weight, or the mirrored share at weight 0."""
+        return max(self.ascend_weight, self.mirror_percent)
 
     @property
     def verified_facts(self) -> list[dict[str, str]]:

@@ -28,3 +28,13 @@ class SloSettings(ConfigModel):
     min_requests: Int = Field(
         100, ge=1, description="Requests each backend must have served in the gate's window."
     )
+    split_tolerance_points: float = Field(
+        2.0,
+        ge=0,
+        le=100,
+        description="The observed Ascend share of requests may differ from the configured "
+        "one by max(this many points, splitToleranceRelative x the configured share).",
+    )
+    split_tolerance_relative: float = Field(
+        0.25, ge=0, le=1, description="Relative part of the split tolerance (0.25 = 25%)."
+    )

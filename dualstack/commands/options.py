@@ -19,9 +19,10 @@ from components.settings import Settings
 from dualstack.commands.arg_types import number
 from dualstack.commands.output_paths import check_output_file
 from dualstack.errors import UsageError
-from dualstack.gate.criteria import GateReport, evaluate, parse_duration, parse_time, parse_window
+from dualstack.gate.criteria import GateReport, parse_duration, parse_time, parse_window
 from dualstack.gate.data import DEFAULT_BOUNDS, DataBounds
 from dualstack.gate.prometheus import NO_AUTH, PrometheusClient, check_url
+from dualstack.gate.promotion import evaluate_promotion
 from dualstack.gate.report import format_markdown, format_table
 from dualstack.gate.trend import fetch_trend
 from dualstack.offline.policy_run import PolicyResult
@@ -148,10 +149,12 @@ def run_gate(
     stack: str,
     setup: GateSetup | None = None,
     markdown: bool = False,
+    step: tuple[int, int | None] | None = None,
 ) -> GateRun:
     """Evaluate the gate for `stack` with the shared options (`setup` from `gate_setup`,
     made here when None); prints the table, and progress on stderr when wanted. With
-    `markdown` (or --markdown) also renders the Markdown with the window's charts.
+    `markdown` (or --markdown) also renders the Markdown with the window's charts. `step`
+    (from, to) in %: the step to judge (promote's); default: from the recorded rung.
 
     Raises UsageError before any query for bad options (see `gate_setup`);
     PrometheusUnavailable / PrometheusError when Prometheus does not answer or answers with
@@ -162,8 +165,8 @@ def run_gate(
     setup = setup if setup is not None else gate_setup(args)
     progress = Progress(f"gate {stack}", "queries") if wanted(args.progress) else None
     try:
-        report = evaluate(
-            settings, stack, setup.client, args.window, setup.at, setup.bounds, progress=progress
+        report = evaluate_promotion(
+            settings, stack, setup.client, args.window, setup.at, setup.bounds, step, progress
         )
     finally:
         if progress is not None:

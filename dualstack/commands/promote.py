@@ -199,7 +199,8 @@ def _promote(
     _check_deployed(root, args.stack, settings)
     report, gate_markdown = None, None
     if reason is None:
-        gate = run_gate(args, settings, args.stack, gate_setup(args), markdown=True)
+        step = (settings.ascend_weight, target)
+        gate = run_gate(args, settings, args.stack, gate_setup(args), markdown=True, step=step)
         report, gate_markdown = gate.report, gate.markdown
         if args.markdown is not None:
             args.markdown.write_text(gate_markdown or "", encoding="utf-8")

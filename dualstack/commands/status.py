@@ -4,14 +4,20 @@ whether git matches reality."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from components.settings import Fleet, Settings, SettingsError, load_fleet
 from dualstack.commands.machine import add_output_argument, document, emit, wants_json
+from dualstack.commands.options import PROMETHEUS_ENV
 from dualstack.commands.stacks import add_service_argument, add_stack_argument, every_stack
-from dualstack.errors import EXIT_ERROR, EXIT_OK, EXIT_PENDING
+from dualstack.errors import EXIT_ERROR, EXIT_OK, EXIT_PENDING, UsageError
+from dualstack.gate.criteria import parse_time, parse_window
+from dualstack.gate.prometheus import PrometheusClient, PrometheusError, check_url
+from dualstack.gate.promotion import traffic_status
 from dualstack.pulumi_cli import Deployed, deployed_weight, deployed_weights
 from dualstack.redaction import redact
 from dualstack.repo.baseref import default_base, describe
@@ -131,11 +137,12 @@ def format_status(status: dict[str, Any], settings: Settings) -> str:
         verified = status["verifiedAscendImage"] or "none recorded"
         image = f"{status['ascendImage']} (NOT verified; verified image: {verified})"
     rows = [
-        ("weight", f"{weight}% Ascend, {100 - weight}% NVIDIA"),
+        ("weight", f"{weight}% Ascend, {100 - weight}% NVIDIA" + _mirror_text(settings)),
         ("ladder", f"{ladder_text(settings)} (step {status['ladderPosition']})"),
         ("next step", next_text),
         ("Ascend image", image),
         ("deployed", status["deployed"]),
+        *_traffic_rows(status.get("traffic")),
     ]
     return "\n".join([stack, *(f"  {label:<13} {value}" for label, value in rows)]) + "\n"
 
@@ -177,7 +184,44 @@ def format_fleet(status: dict[str, Any], fleet: Fleet) -> str:
     unknown = [s for s in status["services"] if s["deployedWeight"] is None]
     notes = sorted({s["deployed"].removeprefix("unknown: ") for s in unknown})
     lines += [f"  deployed unknown: {note}" for note in notes]
+    for service in status["services"]:
+        rows = _traffic_rows(service.get("traffic"))
+        lines += [f"  {service['service']} {label}: {value}" for label, value in rows]
     return "\n".join(lines) + "\n"
+
+
+def _mirror_text(settings: Settings) -> str:
+    return f", {settings.mirror_percent}% mirrored to Ascend" if settings.mirror_percent else ""
+
+
+def _traffic_rows(traffic: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """`split` and `bake` rows from `traffic_status` (or the error that prevented them)."""
+    if traffic is None:
+        return []
+    if "error" in traffic:
+        return [("split", f"unknown: {traffic['error']}")]
+    split, bake = traffic["split"], traffic["bake"]
+    return [
+        ("split", f"{split['status']}: {split['detail']} (last {traffic['window']})"),
+        ("bake", f"{bake['status']}: {bake['detail']}"),
+    ]
+
+
+def observed_traffic(args: argparse.Namespace, settings: Settings) -> dict[str, Any] | None:
+    """`traffic_status` when a Prometheus is given (None without); its error as data when
+    Prometheus cannot answer: status still shows everything else."""
+    if not args.prometheus:
+        return None
+    try:
+        client = PrometheusClient(check_url(args.prometheus), timeout=args.timeout)
+        parse_window(args.window)
+        at = parse_time(args.at) if args.at is not None else time.time()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        return traffic_status(settings, client, args.window, at)
+    except PrometheusError as exc:
+        return {"error": str(exc)}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -186,7 +230,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="each stack's weight, ladder position, next step, verified image, drift",
         description="For each Pulumi.<stack>.yaml: the Ascend weight, its place on the "
         "ladder, the next step, the verified Ascend image, and whether the deployed weight "
-        "(asked from the Pulumi backend when the CLI is installed) differs from git. A fleet "
+        "(asked from the Pulumi backend when the CLI is installed) differs from git; with "
+        "--prometheus, whether the split landed and how long the rung has held. A fleet "
         "stack (`services`) shows a table: service, weight, rung, next rung, verified, "
         "deployed, pending (--service NAME: that service only). While a step "
         "is pending (the working tree differs from the default branch, or the deployed weight "
@@ -197,14 +242,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_stack_argument(parser, many=True)
     add_service_argument(parser)
     add_output_argument(parser, json_alias=True)
+    parser.add_argument(
+        "--prometheus",
+        metavar="URL",
+        default=os.environ.get(PROMETHEUS_ENV),
+        help="also compare the observed Ascend share with the recorded weight and show how "
+        f"long the rung has held (default: ${PROMETHEUS_ENV}; none: not shown)",
+    )
+    parser.add_argument(
+        "--window", default="30m", help="observe the split over the last DURATION (default: 30m)"
+    )
+    parser.add_argument(
+        "--at", metavar="TIME", help="end of the window: unix seconds or RFC 3339 (default: now)"
+    )
+    parser.add_argument("--timeout", type=float, default=10.0, help="seconds per query")
     parser.set_defaults(func=run)
 
 
 def _one_stack(
-    root: Path, stack: str, base: str | None, service: str | None
+    args: argparse.Namespace, root: Path, stack: str, base: str | None
 ) -> tuple[dict[str, Any], str]:
-    """(the stack's status data, its human block). Raises SettingsError / StackFileError for a
-    config that does not validate or an unknown `service`."""
+    """(the stack's status data, its human block); with --prometheus each service's observed
+    split and bake (`traffic`). Raises SettingsError / StackFileError for a config that does
+    not validate or an unknown `--service`."""
+    service = args.service
     fleet = load_fleet(load_stack_config(root, stack))
     if service is not None:
         fleet.member(service)  # an unknown name: one line listing the services
@@ -213,6 +274,9 @@ def _one_stack(
         deployed = deployed_weight(root, stack)
         pending = pending_step(root, stack, settings, deployed, base)
         status = stack_status(stack, settings, deployed, pending)
+        traffic = observed_traffic(args, settings)
+        if traffic is not None:
+            status["traffic"] = status["services"][0]["traffic"] = traffic
         return status, format_status(status, settings)
     chosen = [fleet.member(service)] if service is not None else list(fleet)
     deployed = deployed_weights(root, stack, [s.name for s in chosen])
@@ -220,7 +284,11 @@ def _one_stack(
     services = []
     for settings in chosen:
         pending = pending_step(root, stack, settings, deployed[settings.name], base, at_base)
-        services.append(service_status(settings, deployed[settings.name], pending))
+        one = service_status(settings, deployed[settings.name], pending)
+        traffic = observed_traffic(args, settings)
+        if traffic is not None:
+            one["traffic"] = traffic
+        services.append(one)
     status = fleet_status(stack, fleet, services)
     return status, format_fleet(status, fleet)
 
@@ -232,7 +300,7 @@ def run(args: argparse.Namespace) -> int:
     base = default_base(root)
     for stack in stacks:
         try:
-            status, block = _one_stack(root, stack, base, args.service)
+            status, block = _one_stack(args, root, stack, base)
         except (SettingsError, StackFileError) as exc:
             first = redact(str(exc).splitlines()[0])
             print(f"error: stack {stack}: {first}", file=sys.stderr)

@@ -114,6 +114,10 @@ class GateReport:
     criteria: Sequence[Criterion]
     recorded_weight: tuple[int, int] | None = None
     bounds: DataBounds = DEFAULT_BOUNDS
+    notes: tuple[str, ...] = ()
+    """Lines the report adds after the table (the judged step; what mirrored data shows)."""
+    step: tuple[int, int | None] | None = None
+    """(from, to) weight in % of the step judged (`dualstack.gate.promotion`)."""
     service: str | None = None
     """The fleet member judged (`--service`), None for a single-service stack."""
 

@@ -58,7 +58,8 @@ def _not_required_note(report: GateReport) -> str | None:
         return None
     return (
         "Ascend serves 0% of traffic, so there is nothing to compare yet: the "
-        "traffic criteria are shown but not required, and this step rests on precision."
+        "traffic criteria are shown but not required, and this step rests on the split, the "
+        "bake time and precision."
     )
 
 
@@ -81,6 +82,7 @@ def format_table(report: GateReport) -> str:
     note = _not_required_note(report)
     if note:
         lines.append(f"Note: {note}")
+    lines += [f"Note: {extra}" for extra in report.notes]
     return "\n".join(lines) + "\n"
 
 
@@ -108,6 +110,7 @@ def format_markdown(report: GateReport, trend: Trend | None = None) -> str:
     note = _not_required_note(report)
     if note:
         lines += ["", f"_{note}_"]
+    lines += [line for extra in report.notes for line in ("", f"_{extra}_")]
     text = "\n".join(lines) + "\n"
     return text if trend is None else f"{text}\n{trend_markdown(trend)}"
 
@@ -153,4 +156,6 @@ def report_data(report: GateReport) -> dict[str, Any]:
             "minCoverage": report.bounds.min_coverage,
         },
         "criteria": [criterion_data(c) for c in report.criteria],
+        "step": None if report.step is None else {"from": report.step[0], "to": report.step[1]},
+        "notes": list(report.notes),
     }

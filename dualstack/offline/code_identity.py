@@ -2,10 +2,14 @@
 
 The judge must be the base's code (`dualstack.offline.judge`). When every file of the
 project's packages (`CODE_PACKAGES`) that this process imports from is identical to the base
-commit's, and neither side has a file the other lacks, running the judge here IS running the
-base's code, and the temporary worktree and second interpreter are not needed (`make preview`
-on a fresh clone, and every test repository copied from this tree). Anything else (a changed,
-added or removed file, an install that is not a plain copy of the sources) means a worktree.
+commit's, and neither side has a file the other lacks, and the head's tree changes no other
+program file either (`dualstack.repo.changes.touches_program`: this process may have the
+head's folder on `sys.path`, `python -m dualstack` from it, where a root-level `yaml.py` or
+`pulumi_policy.py` would shadow the library the judge imports), running the judge here IS
+running the base's code, and the temporary worktree and second interpreter are not needed
+(`make preview` on a fresh clone, and every test repository copied from this tree). Anything
+else (a changed, added or removed file, an install that is not a plain copy of the sources)
+means a worktree.
 
 Identity is git's own: a file's blob id is `sha1("blob <size>\\0" + content)`, compared with
 `git ls-tree -r <commit>`.
@@ -16,6 +20,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from dualstack.repo.changes import touches_program, tree_changes
 from dualstack.repo.git import GitError, git
 
 CODE_PACKAGES = ("components", "dualstack", "policies", "precision_check")
@@ -101,11 +106,15 @@ def require_own_code(root: Path) -> None:
 
 def running_code_is(root: Path, commit: str) -> bool:
     """True when the packages this process runs are exactly those of `commit` in the
-    repository at `root` (the folder holding `Pulumi.yaml`); False on any difference, or when
-    git or the files cannot be read."""
+    repository at `root` (the folder holding `Pulumi.yaml`) and the tree at `root` changes no
+    program file against `commit` (only stack files, docs and tests); False on any difference,
+    or when git or the files cannot be read."""
     try:
         base = _base_files(root, commit)
         running = _running_files(running_code_root())
+        changed = tree_changes(root, commit)
     except (GitError, OSError, ValueError):
+        return False
+    if any(touches_program(path) for path in changed):
         return False
     return running is not None and running == base

@@ -1,13 +1,17 @@
 """The safety envelope: what a pull request changes besides a migration step, fact by fact.
 
-A step changes one stack's `ascendWeight` and/or its two images (`STEP_FACTS`). Everything else
-the judged stack depends on is the envelope: every other key of its stack file (any
-namespace: `capacity.totalReplicas`, `ascend.pool.labels`, `kubernetes:context`, ...), the
-evidence keys (`EVIDENCE_FACTS`: the verified images are written by the verification job,
-never by the change itself), and every file of the program, the pack, the CLI, the checker,
-the dependency files and the pipelines (`dualstack.repo.changes.PROGRAM_PATHS`, one
-definition). Policy `safety-envelope-unchanged` fails on any of them without the owners'
-approval (`policies/envelope.py`).
+A step changes one stack's `ascendWeight` and/or its two images (`STEP_FACTS`), and may lower
+the mirrored share (`STEP_LOWERS`: the step leaving the shadow rung writes `mirrorPercent: 0`,
+`dualstack.step.weights`). Everything else the judged stack depends on is the envelope: every
+other key of its stack file (any namespace: `capacity.totalReplicas`, `ascend.pool.labels`,
+`router`, `testerPinning.header`, `bakeTime`, a raise of `mirrorPercent`, `kubernetes:context`,
+...) and its keys outside `config:` (an ESC `environment`, the `secretsprovider`), the evidence
+keys (`EVIDENCE_FACTS`: the verified images are written by the verification job, never by the
+change itself), and every file of the program, the pack, the CLI, the checker, the dependency
+files and the pipelines: every path but the stack files and the documentation and tests
+(`dualstack.repo.changes.touches_program`, one definition, fail closed). Policy
+`safety-envelope-unchanged` fails on any of them without the owners' approval
+(`policies/envelope.py`).
 
 This module runs in the BASE's code (`dualstack.offline.judge`): the head is only read as
 data, its stack config as a mapping and its tree through git.
@@ -24,13 +28,20 @@ from typing import Any
 
 from components.settings import HARDWARE, PROJECT, Fleet, Settings
 from components.settings.fleet import FLEET_HARDWARE_KEYS, FLEET_KEYS, SERVICES_KEY
-from dualstack.repo.changes import touches_program
-from dualstack.repo.git import git
+from dualstack.repo.changes import stack_of, touches_program, tree_changes
+from dualstack.repo.git import show_file
+from dualstack.repo.stackfile import parse_config, parse_outside_config, read_text, stack_path
 
 STEP_FACTS = frozenset(
     {f"{PROJECT}:ascendWeight", f"{PROJECT}:nvidia.image", f"{PROJECT}:ascend.image"}
 )
 """The config facts a migration step may change on its own (dotted paths into the config)."""
+
+STEP_LOWERS = frozenset({f"{PROJECT}:mirrorPercent"})
+"""Config facts a step may lower on its own (a number that falls, as both sides' settings
+resolve it): the share mirrored to Ascend at weight 0. Lowering it puts less load on Ascend and
+serves nobody differently, like a weight decrease (never blocked); it is how a promotion leaves
+the shadow rung. A raise, or a value that is not a number, is an envelope change."""
 
 EVIDENCE_FACTS = frozenset({f"{PROJECT}:verifiedAscendImage", f"{PROJECT}:verifiedImages"})
 """Evidence the verification job records (`dualstack verify-precision`); a change of them in a
@@ -39,6 +50,10 @@ pull request is an envelope change, and the judge reads them from the base only.
 _MEMBER = re.escape(f"{PROJECT}:{SERVICES_KEY}.") + r"[^.]+\."
 STEP_PATTERN = re.compile(f"{_MEMBER}(ascendWeight|nvidia\\.image|ascend\\.image)")
 """A fleet member's step facts: `services.<name>.ascendWeight` and its two images."""
+WEIGHT_PATTERN = re.compile(f"{_MEMBER}ascendWeight")
+"""A fleet member's weight: `services.<name>.ascendWeight`."""
+LOWERS_PATTERN = re.compile(f"{_MEMBER}mirrorPercent")
+"""A fleet member's `STEP_LOWERS` facts: `services.<name>.mirrorPercent`."""
 EVIDENCE_PATTERN = re.compile(f"{_MEMBER}(verifiedAscendImage|verifiedImages)(\\..*)?")
 """A fleet member's evidence: `services.<name>.verifiedImages` (and the older key)."""
 
@@ -46,6 +61,16 @@ EVIDENCE_PATTERN = re.compile(f"{_MEMBER}(verifiedAscendImage|verifiedImages)(\\
 def is_step_fact(path: str) -> bool:
     """True for a fact a migration step may change: a service's weight or one of its images."""
     return path in STEP_FACTS or STEP_PATTERN.fullmatch(path) is not None
+
+
+def is_weight(path: str) -> bool:
+    """True for a service's weight: `ascendWeight` or `services.<name>.ascendWeight`."""
+    return path == f"{PROJECT}:ascendWeight" or WEIGHT_PATTERN.fullmatch(path) is not None
+
+
+def is_step_lowering(path: str) -> bool:
+    """True for a fact a step may lower on its own (a service's mirrored share)."""
+    return path in STEP_LOWERS or LOWERS_PATTERN.fullmatch(path) is not None
 
 
 def is_evidence(path: str) -> bool:
@@ -130,6 +155,15 @@ def _text(value: Any, present: bool) -> str:
     return json.dumps(value, sort_keys=True, separators=(", ", ": "))
 
 
+def _falls(before: Any, after: Any) -> bool:
+    """True when both are numbers (or number texts, as `pulumi config` stores them) and
+    `after` is the smaller."""
+    try:
+        return float(_normal(after)) < float(_normal(before))
+    except (TypeError, ValueError):
+        return False
+
+
 def _shown(path: str) -> str:
     """Project keys without their namespace (`capacity.totalReplicas`); others in full."""
     return path.removeprefix(f"{PROJECT}:")
@@ -182,7 +216,8 @@ def config_changes(
     """Every config fact that differs between the base and the head stack config, except the
     step facts (`STEP_FACTS`), sorted by path: resolved through both sides' settings (read
     by the base's code) when both are given, else as written. Values compare as `pulumi
-    config` stores them (4 and "4" are equal); a fact absent on one side shows `(unset)`."""
+    config` stores them (4 and "4" are equal); a fact absent on one side shows `(unset)`. A
+    fall of a `STEP_LOWERS` fact is part of the step, not listed."""
     both = base_settings is not None and head_settings is not None
     before = effective(base, base_settings if both else None)
     after = effective(head, head_settings if both else None)
@@ -192,6 +227,8 @@ def config_changes(
             continue
         old, new = before.get(path), after.get(path)
         if path in before and path in after and _normal(old) == _normal(new):
+            continue
+        if is_step_lowering(path) and _falls(old, new):
             continue
         kind = "evidence" if is_evidence(path) else "config"
         changes.append(
@@ -206,26 +243,88 @@ _STATUS = {"A": ("absent", "added"), "D": ("present", "deleted"), "M": ("at base
 
 
 def file_changes(head_root: Path, base_commit: str) -> list[EnvelopeChange]:
-    """The program files (`PROGRAM_PATHS`) that differ between `base_commit` and the head's
-    working tree at `head_root`: committed, staged, unstaged and untracked (not ignored).
+    """The program files (`touches_program`) that differ between `base_commit` and the head's
+    working tree at `head_root`: committed, staged, unstaged and untracked (not ignored)
+    (`dualstack.repo.changes.tree_changes`).
 
     Paths are relative to `head_root` (the folder holding `Pulumi.yaml`). Raises GitError
     when git cannot compare (e.g. the base commit is not in the head's repository).
     """
-    found: dict[str, tuple[str, str]] = {}
-    out = git(head_root, "diff", "--name-status", "--no-renames", "--relative", "-z", base_commit)
-    fields = [field for field in out.split("\0") if field]
-    for status, path in zip(fields[::2], fields[1::2], strict=False):
-        found[path] = _STATUS.get(status[:1], ("at base", "changed"))
-    untracked = git(head_root, "ls-files", "--others", "--exclude-standard", "-z")
-    for path in untracked.split("\0"):
-        if path:
-            found.setdefault(path, _STATUS["A"])
     return [
-        EnvelopeChange(path, before, after, "file")
-        for path, (before, after) in sorted(found.items())
+        EnvelopeChange(path, *_STATUS.get(status, ("at base", "changed")), "file")
+        for path, status in sorted(tree_changes(head_root, base_commit).items())
         if touches_program(path)
     ]
+
+
+def stack_settings_changes(head_root: Path, base_commit: str, stack: str) -> list[EnvelopeChange]:
+    """The keys of `Pulumi.<stack>.yaml` outside `config:` that differ between `base_commit`
+    and the head's tree, as `Pulumi.prod.yaml environment: (unset) -> ["team/prod"]`: an ESC
+    `environment` feeds config to `pulumi up` that no judge sees, a `secretsprovider` decides
+    who can read the secrets (`dualstack.repo.stackfile.parse_outside_config`). None when the
+    file is absent at the base (the whole file is the change).
+
+    Raises StackFileError when either side cannot be read, GitError when git cannot.
+    """
+    path = stack_path(head_root, stack)
+    base_text = show_file(head_root, base_commit, f"./{path.name}")
+    if base_text is None:
+        return []
+    before = parse_outside_config(base_text, f"{base_commit[:12]}:{path.name}")
+    after = parse_outside_config(read_text(path), path.name)
+    return [
+        EnvelopeChange(
+            f"{path.name} {key}",
+            _text(before.get(key), key in before),
+            _text(after.get(key), key in after),
+            "stack",
+        )
+        for key in sorted(set(before) | set(after))
+        if key not in before or key not in after or _normal(before[key]) != _normal(after[key])
+    ]
+
+
+def other_stack_changes(head_root: Path, base_commit: str, stack: str) -> list[EnvelopeChange]:
+    """The other stacks' files the same change adds, deletes or modifies, as `file
+    Pulumi.staging.yaml: at base -> modified`: a step moves one stack (two raised at once
+    would skip the staging rung's data gate before prod), so they are envelope facts of
+    `stack` too, except a file that only lowers its stack's `ascendWeight` (a rollback,
+    `dualstack rollback --all` commits every stack's).
+
+    Raises StackFileError when a side cannot be read, GitError when git cannot compare.
+    """
+    changes = []
+    for path, status in sorted(tree_changes(head_root, base_commit).items()):
+        other = stack_of(path)
+        if other is None or other == stack:
+            continue
+        if status == "M" and _lowers_weight_only(head_root, base_commit, other):
+            continue
+        changes.append(EnvelopeChange(path, *_STATUS.get(status, ("at base", "changed")), "file"))
+    return changes
+
+
+def _lowers_weight_only(head_root: Path, base_commit: str, stack: str) -> bool:
+    """True when `Pulumi.<stack>.yaml` differs from the base only by lower weights: its
+    `ascendWeight`, or its fleet members' `services.<name>.ascendWeight`, none raised."""
+    name = stack_path(head_root, stack).name
+    before_text = show_file(head_root, base_commit, f"./{name}") or ""
+    after_text = read_text(stack_path(head_root, stack))
+    if parse_outside_config(before_text, name) != parse_outside_config(after_text, name):
+        return False
+    before = flatten(parse_config(before_text, name))
+    after = flatten(parse_config(after_text, name))
+    weights = {path for path in set(before) | set(after) if is_weight(path)}
+    if {p: v for p, v in before.items() if p not in weights} != {
+        p: v for p, v in after.items() if p not in weights
+    }:
+        return False
+    pairs = [(str(before.get(path, "")), str(after.get(path, ""))) for path in weights]
+    if not pairs or not all(old.isdigit() and new.isdigit() for old, new in pairs):
+        return False
+    return all(int(new) <= int(old) for old, new in pairs) and any(
+        int(new) < int(old) for old, new in pairs
+    )
 
 
 def envelope_changes(

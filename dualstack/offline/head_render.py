@@ -2,7 +2,7 @@
 
 When the pipeline runs the judge from a checkout of the base, the head is another tree: its
 objects come from its own code (that is what `pulumi up` applies), run as `python -m dualstack
--C DIR render --stack S` with DIR first on `PYTHONPATH` and DIR's virtualenv interpreter when
+-C DIR render --stack S` with DIR alone on `PYTHONPATH` and DIR's virtualenv interpreter when
 it has one. The judge reads the multi-document YAML it prints; nothing of the head is imported.
 """
 

@@ -34,7 +34,12 @@ from typing import Any
 
 from components.settings import HARDWARE, Fleet, Settings, SettingsError, load_fleet
 from dualstack.offline import base_cache
-from dualstack.offline.envelope import envelope_changes, file_changes
+from dualstack.offline.envelope import (
+    envelope_changes,
+    file_changes,
+    other_stack_changes,
+    stack_settings_changes,
+)
 from dualstack.offline.protocol import BASE_WEIGHT, PROTOCOL, JudgeError
 from dualstack.offline.render import RenderError, render_fleet
 from dualstack.repo.git import GitError, git
@@ -225,7 +230,10 @@ def judge(base: BaseSide, head: HeadData) -> dict[str, Any]:
         head_fleet = None  # the base's facts judge; the envelope diff names the keys
     try:
         files = file_changes(head.root, base.commit)
-    except GitError as exc:
+        files = [*other_stack_changes(head.root, base.commit, base.stack), *files]
+        if base.config is not None:
+            files = [*stack_settings_changes(head.root, base.commit, base.stack), *files]
+    except (GitError, StackFileError) as exc:
         raise JudgeError(f"cannot compare the head's tree with the base: {exc}") from None
     sides = (base.fleet, head_fleet)
     envelope = envelope_changes(base.config, head.config, files, base.stack, sides)

@@ -1,7 +1,7 @@
 """Asking the BASE's code to judge: `base_judge()` for `preview --base` and `policy-config --base`.
 
 The base's code runs in a temporary `git worktree` of the base commit, as `python -m dualstack
--C <worktree> ci judge --stack S --protocol 1` with the same interpreter and the worktree first
+-C <worktree> ci judge --stack S --protocol 1` with the same interpreter and the worktree alone
 on `PYTHONPATH`, so every module it imports is the base's (`dualstack.offline.judge`). It is
 started before the caller renders the head and renders the base meanwhile; the head's config
 and objects then go to it as JSON on stdin. When the running code is byte for byte the base's
@@ -78,9 +78,10 @@ def resolve_base(root: Path, ref: str) -> BaseRef:
 
 
 def code_env(tree: Path) -> dict[str, str]:
-    """The environment with `tree` first on PYTHONPATH (its packages beat any installed)."""
-    paths = [str(tree), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    """The environment with `tree` alone on PYTHONPATH: its packages beat any installed, and
+    nothing of the caller's PYTHONPATH is importable (run from a head, that holds the head's
+    tree, whose root-level modules would shadow the libraries the base's judge imports)."""
+    return {**os.environ, "PYTHONPATH": str(tree)}
 
 
 def error_line(stderr: str) -> str:

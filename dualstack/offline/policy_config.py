@@ -92,6 +92,11 @@ def settings_facts(
             }
             for hw in HARDWARE
         },
+        "testerPinning": {
+            "header": settings.tester_pinning.header,
+            "nvidia": settings.tester_pinning.nvidia,
+            "ascend": settings.tester_pinning.ascend,
+        },
         "driverHostPaths": sorted(
             {path for hw in HARDWARE if (path := settings.hardware(hw).driver_host_path)}
         ),

@@ -4,10 +4,11 @@
   strict rejects misspelt fields).
 - what the API server checks beyond the schemas (names by kind, labels, quantities, int32
   ranges, requests <= limits, host paths, hosts): `components.api_rules`;
-- Istio and prometheus-operator CRDs: the official CRD JSON schemas vendored in
-  `dualstack/offline/crd_schemas/` (datreeio/CRDs-catalog; provenance in its README), checked with
-  jsonschema's Draft7Validator after the same `nullable` / preserve-unknown-fields adaptation
-  as `shared/schemas/validate_crd.py`.
+- Istio, Gateway API (HTTPRoute) and prometheus-operator CRDs: the official CRD JSON schemas
+  vendored in `dualstack/offline/crd_schemas/` (datreeio/CRDs-catalog; provenance in its
+  README), checked with jsonschema's Draft7Validator after the same `nullable` /
+  preserve-unknown-fields adaptation as `shared/schemas/validate_crd.py`; an HTTPRoute also
+  against the CEL rules of its CRD that a render could break (`gateway_rules`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from jsonschema import Draft7Validator
 from jsonschema.exceptions import best_match
 
 from components import api_rules
+from dualstack.offline.gateway_rules import http_route_problems
 
 CRD_SCHEMAS = Path(__file__).with_name("crd_schemas")
 KUBERNETES_VERSION = "1.32"
@@ -64,8 +66,12 @@ def crd_validator(api_version: str, kind: str) -> Draft7Validator | None:
 
 
 def is_core(obj: Mapping[str, Any]) -> bool:
-    """True for built-in kinds (core, apps, policy, batch, ...): groups without a dot."""
+    """True for built-in kinds (core, apps, policy, batch, ...): groups without a dot, or
+    ending in `.k8s.io` unless a CRD schema is vendored for the group
+    (`gateway.networking.k8s.io` is a CRD, not built in)."""
     group = obj.get("apiVersion", "").rpartition("/")[0]
+    if group and (CRD_SCHEMAS / group).is_dir():
+        return False
     return "." not in group or group.endswith(".k8s.io")
 
 
@@ -113,7 +119,7 @@ def object_errors(obj: Mapping[str, Any], k8s_version: str = KUBERNETES_VERSION)
         return []
     error = best_match(validator.iter_errors(dict(obj)))
     if error is None:
-        return []
+        return http_route_problems(obj) if obj.get("kind") == "HTTPRoute" else []
     path = ".".join(str(p) for p in error.absolute_path) or "(root)"
     return [f"{path}: {error.message}"]
 

@@ -1,7 +1,8 @@
 """Which stacks a git change touches, in deploy order: what the pipelines preview and `up`.
 
 A stack is touched when its `Pulumi.<stack>.yaml` changed, or when the program every stack
-runs changed (`PROGRAM_PATHS`): then every stack is. Stacks deploy non-production first and
+runs changed (any path but the stack files and the documentation and tests, `INERT_PATHS`):
+then every stack is. Stacks deploy non-production first and
 production last (`deploy_order`), so staging takes a change before prod does.
 """
 
@@ -17,33 +18,22 @@ from dualstack.repo.git import GitError, git
 STACK_FILE = re.compile(r"^Pulumi\.(?P<stack>[A-Za-z0-9_.-]+)\.ya?ml$")
 """`Pulumi.<stack>.yaml` at the repo root (Pulumi also reads `.yml`)."""
 
-PROGRAM_PATHS = (
-    "Pulumi.yaml",
-    "__main__.py",
-    "components/",
-    "policies/",
-    "precision_check/",
-    "dualstack/",
-    "pyproject.toml",
-    "setup.py",
-    "setup.cfg",
-    "requirements.lock",
-    "requirements-dev.lock",
-    "Makefile",
-    ".ci/",
-    ".github/",
-    ".gitlab-ci.yml",
-    ".gitlab/",
-    "CODEOWNERS",
-    "docs/CODEOWNERS",
-)
-"""Files and folders (ending in `/`) whose change touches every stack: everything that changes
-what a stack deploys or how it is judged. The program (`__main__.py`, `components/`,
-`Pulumi.yaml`), the in-cluster checker (`precision_check/`: the Job's name hashes its source),
-the policy pack, the CLI that renders, previews and gates (`dualstack/`), the dependency and
-build files, the pipelines that run them, and who owns all that (`.github/CODEOWNERS`,
-`.gitlab/CODEOWNERS` and the other places GitLab looks). Each is part of the safety envelope
-(`dualstack.offline.envelope`), and `.github/CODEOWNERS` / `.gitlab/CODEOWNERS` cover each."""
+INERT_PATHS = ("README.md", "LICENSE", "docs/", "tests/", "examples/")
+"""Files and folders (ending in `/`) that neither deploy nor judge a stack: the documentation,
+the test suite (its own CI job: no secrets, deploys nothing) and the pipelines offered to the
+service repository. Every other path but the stack files is the program (`touches_program`),
+fail closed: what a stack deploys (`__main__.py`, `components/`, `Pulumi.yaml`), the in-cluster
+checker (`precision_check/`: the Job's name hashes its source), the pack, the CLI that
+renders, previews and gates (`dualstack/`), the dependency and build files, the pipelines, who
+owns all that (`CODEOWNERS`), and any file nobody listed: a root-level `sitecustomize.py` or a
+module named like a library is imported by the head's render and by `pulumi up` (both put the
+project folder first on `sys.path`), a committed `.venv/` is the interpreter the head renders
+with and Pulumi runs, with its `.pth` files. Each program file is part of the safety envelope
+(`dualstack.offline.envelope`), and `.github/CODEOWNERS` / `.gitlab/CODEOWNERS` own every path."""
+
+OWNED_INERT = ("docs/CODEOWNERS",)
+"""Paths under `INERT_PATHS` that still decide who judges: GitLab reads its CODEOWNERS from
+the first of `CODEOWNERS`, `docs/CODEOWNERS`, `.gitlab/CODEOWNERS`."""
 
 PRODUCTION = re.compile(r"^(prod|production)([-_.].*)?$")
 """Stack names deployed last: `prod`, `production`, `prod-eu`, `production_2`."""
@@ -87,12 +77,18 @@ def stack_of(path: str) -> str | None:
     return match["stack"] if match else None
 
 
-def touches_program(path: str) -> bool:
-    """True when `path` is part of what every stack runs (`PROGRAM_PATHS`)."""
+def _under(path: str, prefixes: Iterable[str]) -> bool:
     return any(
-        path.startswith(prefix) if prefix.endswith("/") else path == prefix
-        for prefix in PROGRAM_PATHS
+        path.startswith(prefix) if prefix.endswith("/") else path == prefix for prefix in prefixes
     )
+
+
+def touches_program(path: str) -> bool:
+    """True when `path` is part of what every stack runs: every path but a stack file
+    (`Pulumi.<stack>.yaml`) and the inert ones (`INERT_PATHS`, less `OWNED_INERT`)."""
+    if stack_of(path) is not None:
+        return False
+    return path in OWNED_INERT or not _under(path, INERT_PATHS)
 
 
 def stacks_touched(paths: Iterable[str], stacks_at_head: Iterable[str]) -> StackChanges:
@@ -154,3 +150,38 @@ def changed_stacks(root: Path, base: str | None, head: str = "HEAD") -> StackCha
         ) from None
     out = _git(root, "diff", "--name-only", "--no-renames", "-z", f"{base}...{head}")
     return stacks_touched([path for path in out.split("\0") if path], present)
+
+
+def tree_changes(root: Path, commit: str) -> dict[str, str]:
+    """{path: git status letter} of every file the working tree at `root` changes against
+    `commit`: committed, staged, unstaged (`M`, `A`, `D`, `T`, ...) and untracked but not
+    ignored (`A`). Paths are relative to `root` (the folder holding `Pulumi.yaml`). A
+    worktree of this repository inside the tree (`base-checkout/`, where the pipelines check
+    the base out) is not part of it; any other nested repository is (`dir/`).
+
+    Raises GitError when git cannot compare (e.g. `commit` is not in the repository).
+    """
+    found: dict[str, str] = {}
+    out = git(root, "diff", "--name-status", "--no-renames", "--relative", "-z", commit)
+    fields = [field for field in out.split("\0") if field]
+    for status, path in zip(fields[::2], fields[1::2], strict=False):
+        found[path] = status[:1]
+    untracked = [
+        p for p in git(root, "ls-files", "--others", "--exclude-standard", "-z").split("\0") if p
+    ]
+    worktrees = _worktrees(root) if any(path.endswith("/") for path in untracked) else set()
+    for path in untracked:
+        if path.endswith("/") and (root / path).resolve() in worktrees:
+            continue
+        found.setdefault(path, "A")
+    return found
+
+
+def _worktrees(root: Path) -> set[Path]:
+    """The folders of the repository's worktrees (`git worktree list`)."""
+    out = git(root, "worktree", "list", "--porcelain", "-z")
+    return {
+        Path(field.removeprefix("worktree ")).resolve()
+        for field in out.split("\0")
+        if field.startswith("worktree ")
+    }

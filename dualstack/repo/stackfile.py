@@ -163,6 +163,23 @@ def parse_config(text: str, origin: str) -> dict[str, Any]:
     Raises StackFileError naming `origin` when the YAML is malformed or not a mapping, the
     text is larger than `MAX_FILE_BYTES` or expands to more than `MAX_VALUES` values.
     """
+    document = _document(text, origin)
+    return _plain(document.get("config") or {}, _Budget(origin))
+
+
+def parse_outside_config(text: str, origin: str) -> dict[str, Any]:
+    """The stack file's top-level keys other than `config:`, as plain data: `environment`
+    (the Pulumi ESC environments whose `pulumiConfig` the CLI merges into the stack's config
+    on `pulumi up`, or an inline definition), `secretsprovider`, `encryptedkey`,
+    `encryptionsalt` (pulumi.com/docs/iac/concepts/projects/stack-settings-file). Raises
+    StackFileError as `parse_config`."""
+    document = _document(text, origin)
+    rest = {str(key): value for key, value in document.items() if key != "config"}
+    return _plain(rest, _Budget(origin))
+
+
+def _document(text: str, origin: str) -> dict[str, Any]:
+    """The stack file's top-level mapping ({} for an empty file); StackFileError otherwise."""
     if len(text) > MAX_FILE_BYTES:
         raise StackFileError(
             f"{origin}: {len(text)} characters, more than the {MAX_FILE_BYTES} a stack file "
@@ -176,7 +193,7 @@ def parse_config(text: str, origin: str) -> dict[str, Any]:
         return {}
     if not isinstance(document, dict) or not isinstance(document.get("config", {}), dict):
         raise StackFileError(f"{origin}: expected a mapping with a `config:` mapping")
-    return _plain(document.get("config") or {}, _Budget(origin))
+    return document
 
 
 def read_config(root: Path, stack: str) -> dict[str, Any]:

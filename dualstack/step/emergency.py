@@ -5,8 +5,9 @@ $>$<type>::<name>` (pulumi.com/docs/concepts/resources/names/#urns). Type tokens
 names come from `components/resource_names.py`, the definition the components register
 under; tests check the URNs against a render.
 
-A `kubectl patch` of the VirtualService acts at once but is overwritten by the next GitOps
-apply unless the same change lands in git (REFERENCE.md: the seed article's error).
+A `kubectl patch` of the VirtualService (or, with `router: gateway-api`, the HTTPRoute) acts
+at once but is overwritten by the next GitOps apply unless the same change lands in git
+(REFERENCE.md: the seed article's error).
 """
 
 from __future__ import annotations
@@ -15,8 +16,14 @@ import json
 import shlex
 
 from components import resource_names as names
+from components.http_route import backend_ref
 from components.settings import HARDWARE, PROJECT, Fleet, Hardware, Settings
-from components.traffic import route_weights
+from components.traffic import (
+    renders_http_route,
+    renders_virtual_service,
+    route_weights,
+    split_route_index,
+)
 from components.workloads import replicas_for
 
 
@@ -32,6 +39,23 @@ def virtual_service_urn(settings: Settings, stack: str) -> str:
     types = (names.STACK_TYPE, names.TRAFFIC_TYPE, kind)
     traffic = names.child(names.service_prefix(settings.member), names.TRAFFIC)
     return urn(stack, types, names.child(traffic, names.VIRTUAL_SERVICE))
+
+
+def httproute_urn(stack: str, member: str | None = None) -> str:
+    """URN of the HTTPRoute that splits traffic with `router: gateway-api` (of the fleet
+    member `member`)."""
+    types = (names.STACK_TYPE, names.TRAFFIC_TYPE, names.HTTP_ROUTE_TOKEN)
+    traffic = names.child(names.service_prefix(member), names.TRAFFIC)
+    return urn(stack, types, names.child(traffic, names.HTTP_ROUTE))
+
+
+def traffic_urns(settings: Settings, stack: str) -> list[str]:
+    """URNs of the objects that route the service's traffic: the HTTPRoute (gateway-api), the
+    VirtualService (istio, or classic gateways kept during a cut-over)."""
+    found = [httproute_urn(stack, settings.member)] if renders_http_route(settings) else []
+    if renders_virtual_service(settings):
+        found.append(virtual_service_urn(settings, stack))
+    return found
 
 
 def deployment_urn(stack: str, hardware: Hardware, member: str | None = None) -> str:
@@ -75,10 +99,11 @@ def weight_targets(before: Fleet | Settings, after: Fleet | Settings, stack: str
 
     For each service whose weight moves (`moved_services`; every one when none does):
     [NVIDIA's Deployment, only when the change needs more NVIDIA pods (capacity first: Pulumi
-    waits for the rollout)], then each such service's VirtualService, then its PrometheusRule
-    when monitoring is on (it records the configured weight; a stale one fires
-    AscendNoTraffic). A fleet member whose weight stays is not targeted: a targeted `up` of it
-    would roll out whatever of it is merged but not deployed.
+    waits for the rollout)], then each such service's traffic objects (`traffic_urns`: the
+    HTTPRoute and/or the VirtualService), then its PrometheusRule when monitoring is on (it
+    records the configured weight; a stale one fires AscendNoTraffic). A fleet member whose
+    weight stays is not targeted: a targeted `up` of it would roll out whatever of it is
+    merged but not deployed.
     """
     old, new = _as_fleet(before), _as_fleet(after)
     services = [new.members[name] for name in moved_services(old, new)]
@@ -87,7 +112,7 @@ def weight_targets(before: Fleet | Settings, after: Fleet | Settings, stack: str
         for s in services
         if replicas_for(s, "nvidia") > replicas_for(old.members.get(s.name, s), "nvidia")
     ]
-    traffic = [virtual_service_urn(s, stack) for s in services]
+    traffic = [target for s in services for target in traffic_urns(s, stack)]
     rules = [prometheus_rule_urn(stack, s.member) for s in services if s.monitoring.enabled]
     return [*grow, *traffic, *rules]
 
@@ -99,18 +124,50 @@ def targeted_up(before: Fleet | Settings, after: Fleet | Settings, stack: str) -
 
 
 def weight_patch(settings: Settings) -> list[dict]:
-    """JSON patch setting the split to `settings.ascend_weight`, guarded by `test` ops that
-    check each route still points at the subset we expect (else kubectl changes nothing)."""
+    """JSON patch setting the VirtualService's split to `settings.ascend_weight`, guarded by
+    `test` ops that check each route still points at the subset we expect (else kubectl
+    changes nothing). The split is the route after the pins (`split_route_index`)."""
     weights = route_weights(settings.ascend_weight)
+    base = f"/spec/http/{split_route_index(settings)}/route"
     tests = [
-        {"op": "test", "path": f"/spec/http/0/route/{i}/destination/subset", "value": hw}
+        {"op": "test", "path": f"{base}/{i}/destination/subset", "value": hw}
         for i, hw in enumerate(HARDWARE)
     ]
     sets = [
-        {"op": "replace", "path": f"/spec/http/0/route/{i}/weight", "value": weights[hw]}
+        {"op": "replace", "path": f"{base}/{i}/weight", "value": weights[hw]}
         for i, hw in enumerate(HARDWARE)
     ]
     return tests + sets
+
+
+def http_route_patch(settings: Settings) -> list[dict]:
+    """The same for the HTTPRoute: its split rule's backendRefs, guarded by their names."""
+    weights = route_weights(settings.ascend_weight)
+    base = f"/spec/rules/{split_route_index(settings)}/backendRefs"
+    tests = [
+        {"op": "test", "path": f"{base}/{i}/name", "value": backend_ref(settings, hw)["name"]}
+        for i, hw in enumerate(HARDWARE)
+    ]
+    sets = [
+        {"op": "replace", "path": f"{base}/{i}/weight", "value": weights[hw]}
+        for i, hw in enumerate(HARDWARE)
+    ]
+    return tests + sets
+
+
+def break_glass_patches(settings: Settings) -> list[str]:
+    """`kubectl -n NS patch <route kind> NAME --type json -p '<patch>'`, one per traffic
+    object (the HTTPRoute, then the VirtualService)."""
+    found = []
+    if renders_http_route(settings):
+        patch = json.dumps(http_route_patch(settings), separators=(",", ":"))
+        found.append(
+            f"kubectl -n {settings.namespace} patch httproutes.gateway.networking.k8s.io "
+            f"{settings.gateway_api.route_name} --type json -p {shlex.quote(patch)}"
+        )
+    if renders_virtual_service(settings):
+        found.append(break_glass_patch(settings))
+    return found
 
 
 def break_glass_patch(settings: Settings) -> str:
@@ -149,14 +206,16 @@ def instructions(before: Fleet | Settings, after: Fleet | Settings, stack: str) 
         name = settings.nvidia.deployment_name
         lines.append(f"  {scale_command(settings, 'nvidia')}   # first: capacity for the traffic")
         lines.append(f"  kubectl -n {settings.namespace} rollout status deployment {name}")
-    lines += [f"  {break_glass_patch(settings)}" for settings in moved]
+    lines += [f"  {patch}" for settings in moved for patch in break_glass_patches(settings)]
     return lines
 
 
 def break_glass_lines(before: Fleet | Settings, after: Fleet | Settings, stack: str) -> list[str]:
-    """The break-glass `kubectl patch` lines of `instructions` (one per moved service)."""
-    count = len(moved_services(before, after))
-    return instructions(before, after, stack)[-count:]
+    """The break-glass `kubectl patch` lines of `instructions` (one per traffic object of each
+    moved service)."""
+    new = _as_fleet(after)
+    moved = [new.members[name] for name in moved_services(before, after)]
+    return [f"  {patch}" for settings in moved for patch in break_glass_patches(settings)]
 
 
 def _nvidia_grows(before: Settings, after: Settings) -> bool:

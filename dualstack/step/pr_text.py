@@ -51,6 +51,14 @@ def summary_table(change: WeightChange) -> list[str]:
         "| | Before | After |",
         "|---|---|---|",
         f"| Ascend weight | {change.before.ascend_weight}% | {change.after.ascend_weight}% |",
+        *(
+            [
+                f"| Mirrored to Ascend | {change.before.mirror_percent}% | "
+                f"{change.after.mirror_percent}% |"
+            ]
+            if change.before.mirror_percent or change.after.mirror_percent
+            else []
+        ),
         f"| Ladder | {ladder_text(change.before)} | {ladder_text(change.after)} |",
         f"| NVIDIA pods | {nvidia[0]} | {nvidia[1]} |",
         f"| Ascend pods | {ascend[0]} | {ascend[1]} |",

@@ -38,7 +38,7 @@ def decrease_targets(root: Path, stack: str, deployed: int | Mapping[str, int]) 
     (`pulumi stack output ascendWeight`), for a fleet {service: weight} (`pulumi stack output
     services`; a service missing from it was never deployed and is not lowered).
 
-    A full `pulumi up` updates the workloads before the VirtualService that depends on them
+    A full `pulumi up` updates the workloads before the traffic objects that depend on them
     (`components/stack.py`): right for a raise, but on a decrease Ascend would shrink while
     it still takes the old share. Applying these targets first moves the traffic first. The
     deployed side is the stack file with the deployed weights of the lowered services. Raises

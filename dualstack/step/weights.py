@@ -6,6 +6,9 @@ fleet member `pulumi config set --path services.<name>.ascendWeight N` (an integ
 otherwise edits `Pulumi.<stack>.yaml` in place with `dualstack.repo.stackfile.set_config_values`,
 which keeps every comment and every other line. Either way the file is read back and
 validated, so a write that did not take is an error, not a silent no-op.
+
+Leaving the shadow rung (weight 0 with `mirrorPercent` > 0) for a weight above 0 also writes
+`mirrorPercent` 0: mirroring is allowed only at weight 0, so the step is two lines.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dualstack.pulumi_cli import config_set
 from dualstack.repo.stackfile import StackFileError, read_config, set_config_values, stack_path
 
 WEIGHT_KEY = "ascendWeight"
+MIRROR_KEY = "mirrorPercent"
 
 
 @dataclass(frozen=True)
@@ -121,7 +125,13 @@ def change_weight(root: Path, stack: str, before: Settings, weight: int) -> Weig
     """
     path = stack_path(root, stack)
     original = path.read_bytes()
-    method = write_weight(root, stack, weight, before.weight_key)
+    try:
+        if weight > 0 and before.mirror_percent > 0:  # the shadow rung ends with this step
+            write_weight(root, stack, 0, before.config_key(MIRROR_KEY))
+        method = write_weight(root, stack, weight, before.weight_key)
+    except BaseException:
+        restore_stack_file(root, stack, original)
+        raise
     after = _read_back(root, stack, original, method).members.get(before.name)
     if after is None or after.ascend_weight != weight:
         restore_stack_file(root, stack, original)

@@ -87,7 +87,7 @@ def test_pod_labels_follow_the_article(render_objects) -> None:
 @pytest.mark.parametrize("weight", LADDER)
 def test_virtual_service_weights_across_the_ladder(render_objects, weight: int) -> None:
     objects = render_objects(cfg(ascendWeight=str(weight)))
-    routes = find(objects, "VirtualService", "inference-vs")["spec"]["http"][0]["route"]
+    routes = find(objects, "VirtualService", "inference-vs")["spec"]["http"][-1]["route"]
     weights = {r["destination"]["subset"]: r["weight"] for r in routes}
     assert weights == {"nvidia": 100 - weight, "ascend": weight}
     assert all(type(r["weight"]) is int for r in routes)  # 0 included, never dropped

@@ -33,7 +33,8 @@ def test_each_service_splits_at_its_own_weight_over_its_own_pods(render_objects)
     objects = render_objects(fleet_config())
     for service, weight in (("chat", 50), ("embedder", 20), ("reranker", 0)):
         vs = find(objects, "VirtualService", f"{service}-vs")
-        route = vs["spec"]["http"][0]["route"]
+        (split,) = [entry for entry in vs["spec"]["http"] if entry["name"] == "nvidia-ascend-split"]
+        route = split["route"]
         host = f"{service}.inference-fleet.svc.cluster.local"
         assert [(r["destination"]["host"], r["weight"]) for r in route] == [
             (host, 100 - weight),

@@ -295,3 +295,23 @@ def test_without_the_precision_check_the_job_peer_is_gone(render_objects):
 def test_network_policies_can_be_switched_off(render_objects):
     objects = render_objects(cfg(ascendWeight="5", security={"networkPolicy": {"enabled": False}}))
     assert policies_of(objects) == []
+
+
+def test_gateway_api_gateways_reach_the_backends(render_objects):
+    """With `router: gateway-api`, the pods Istio deploys for each attached Gateway (label
+    `gateway.networking.k8s.io/gateway-name`) reach the serving port; other gateways do not."""
+    gateway_api = {"gateways": [{"name": "public", "namespace": "gateways"}, {"name": "local"}]}
+    objects = render_objects(cfg(ascendWeight="5", router="gateway-api", gatewayApi=gateway_api))
+    policies = policies_of(objects)
+    label = "gateway.networking.k8s.io/gateway-name"
+    public = Pod("gateways", {label: "public"}, "10.1.7.1")
+    local = Pod(NS, {label: "local"}, "10.1.7.2")
+    other = Pod("gateways", {label: "other"}, "10.1.7.3")
+    misplaced = Pod("elsewhere", {label: "public"}, "10.1.7.4")
+    for backend in BACKENDS:
+        assert allowed(policies, public, backend, 8000)
+        assert allowed(policies, local, backend, 8000)
+        assert not allowed(policies, other, backend, 8000)
+        assert not allowed(policies, misplaced, backend, 8000)
+        assert not allowed(policies, GATEWAY, backend, 8000)  # no classic gateway bound
+        assert allowed(policies, MESH_CLIENT, backend, 8000)  # GAMMA: mesh clients as before

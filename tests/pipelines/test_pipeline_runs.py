@@ -60,26 +60,28 @@ RULE_URN = (
     "$kubernetes:monitoring.coreos.com/v1:PrometheusRule::inference-monitoring-rules"
 )
 TOKEN = "pul-test-token"
+# The deployed 5%: 0.5 of 10 req/s reach Ascend (the gate checks that the split landed).
 HEALTHY = {
-    "nvidia": {"rate": 8.0, "errors": 0.002, "p99": 0.8},
-    "ascend": {"rate": 2.0, "errors": 0.004, "p99": 1.0},
+    "nvidia": {"rate": 9.5, "errors": 0.002, "p99": 0.8},
+    "ascend": {"rate": 0.5, "errors": 0.004, "p99": 1.0},
 }
 ERRORS_10X = {
-    "nvidia": {"rate": 8.0, "errors": 0.005, "p99": 0.8},
-    "ascend": {"rate": 2.0, "errors": 0.05, "p99": 1.0},
+    "nvidia": {"rate": 9.5, "errors": 0.005, "p99": 0.8},
+    "ascend": {"rate": 0.5, "errors": 0.05, "p99": 1.0},
 }
 
 
 def live_history(sides: dict[str, dict[str, float]]) -> list[Series]:
-    """The prod stack's recorded series from two hours ago until an hour from now.
+    """The prod stack's recorded series from 26 hours ago until an hour from now.
 
     The pipelines run `dualstack gate` without `--at`, so it judges the 30 minutes ending at
-    the moment it runs: the backfilled history has to cover the present. The route weight
-    recorded is the deployed 5% (main's prod), the data the gate must say it was taken at.
+    the moment it runs: the backfilled history has to cover the present, and the default
+    bakeTime (24h) before it. The route weight recorded is the deployed 5% (main's prod), the
+    data the gate must say it was taken at.
     """
     namespace = load_settings(fixture_config("prod")).namespace  # the gitops copy holds it
-    start = math.floor(time.time() / 60) * 60 - 2 * 3600
-    end = start + 3 * 3600
+    start = math.floor(time.time() / 60) * 60 - 26 * 3600
+    end = start + 27 * 3600
     metrics = {"rate": REQUEST_RATE, "errors": ERROR_RATIO, "p99": LATENCY_P99}
     series = [
         Series(metric, {"hardware": hw, "namespace": namespace}, constant(v[key], start, end))
@@ -255,11 +257,14 @@ def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict, prome
     assert "✅ passed" in report
     assert "| `prod` | ✅ pass | ✅ pass | ✅ pass | ✅ pass |" in report
     assert "Ascend weight: 5% -> 20%" in report
-    # The real gate's verdicts over the real Prometheus, at the moment the job ran: 2 req/s
-    # (NVIDIA 8) x 60 s per whole minute in the 29-minute count range, both ends included
+    # The real gate's verdicts over the real Prometheus, at the moment the job ran: 0.5 req/s
+    # (NVIDIA 9.5) x 60 s per whole minute in the 29-minute count range, both ends included
     # (29 minutes off the minute, 30 exactly on it).
     assert "### Promotion gate: PASSED" in report
-    assert re.search(r"\| Requests in window \| PASS \| 3,(480|600) \| 1(3,920|4,400) \|", report)
+    assert re.search(r"\| Requests in window \| PASS \| (870|900) \| 1(6,530|7,100) \|", report)
+    assert "| Split landed | PASS | 5.00% | 95.00% |" in report
+    assert "| Bake time | PASS |" in report
+    assert "_Judged step: 5% -> 20%._" in report
     assert "| 5xx error ratio | PASS | 0.40% | 0.20% |" in report
     assert "| p99 latency | PASS | 1.000 s | 0.800 s |" in report
     assert "| Precision check | PASS |" in report
@@ -277,7 +282,8 @@ def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict, prome
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_pr_without_credentials_previews_offline_only(platform: str, gitops: dict) -> None:
-    pr_branch(gitops["repo"], prod=20, staging=50)
+    # Both stacks lowered: raising both in one PR is an envelope change (one stack per step).
+    pr_branch(gitops["repo"], prod=0, staging=5)
     passed, report, _ = run_pr(platform, gitops)
     assert passed, report
     head = str(gitops["repo"])

@@ -1,4 +1,5 @@
-"""safety-envelope-unchanged over hand-built stacks: the owners' approval, decreases, raises."""
+"""safety-envelope-unchanged over hand-built stacks under both routers (VirtualService +
+DestinationRule, HTTPRoute to the direct Services): the owners' approval, decreases, raises."""
 
 from __future__ import annotations
 
@@ -7,30 +8,45 @@ import pytest
 from tests.support.policy_objects import (
     ASCEND_IMAGE,
     NVIDIA_IMAGE,
+    ROUTERS,
     find,
-    good_stack,
     stack_violations,
 )
+from tests.support.policy_objects import good_stack as stack_of
 
 CHANGE = {"fact": "capacity.totalReplicas", "before": "4", "after": "1", "kind": "config"}
 FILE = {"fact": "policies/traffic.py", "before": "at base", "after": "modified", "kind": "file"}
 IMAGES = {"nvidia": NVIDIA_IMAGE, "ascend": ASCEND_IMAGE}
 
 
+@pytest.fixture(params=ROUTERS, autouse=True)
+def router(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def good_stack(router):
+    """`good_stack(weight)` under the test's router."""
+    return lambda weight: stack_of(weight, router=router)
+
+
 def envelope(objects, **config):
     return stack_violations("safety-envelope-unchanged", objects, config)
 
 
-def test_no_change_passes():
+def test_no_change_passes(good_stack):
     assert envelope(good_stack(20), envelopeChanges=[], previousWeight=5) == []
 
 
-def test_without_the_judge_s_facts_it_fails_closed():
+def test_without_the_judge_s_facts_it_fails_closed(good_stack):
     [message] = envelope(good_stack(20), previousWeight=20)
-    assert message.startswith("policy config envelopeChanges is absent: the base's judge")
+    assert message == (
+        "policy config envelopeChanges is absent: the base's judge did not write this config, "
+        "so the envelope cannot be checked; regenerate it with `dualstack policy-config`"
+    )
 
 
-def test_each_unapproved_change_is_one_violation_naming_the_fact():
+def test_each_unapproved_change_is_one_violation_naming_the_fact(good_stack):
     found = envelope(good_stack(20), envelopeChanges=[CHANGE, FILE], previousWeight=20)
     assert [message.split(": a change")[0] for message in found] == [
         "capacity.totalReplicas: 4 -> 1",
@@ -40,16 +56,34 @@ def test_each_unapproved_change_is_one_violation_naming_the_fact():
 
 
 @pytest.mark.parametrize(("previous", "weight"), [(50, 20), (100, 0), (20, 5)])
-def test_a_decrease_is_never_blocked(previous, weight):
-    assert envelope(good_stack(weight), envelopeChanges=[CHANGE], previousWeight=previous) == []
+def test_a_decrease_alone_is_never_blocked(good_stack, previous, weight):
+    assert envelope(good_stack(weight), envelopeChanges=[], previousWeight=previous) == []
 
 
-def test_an_approved_change_without_a_move_passes():
+@pytest.mark.parametrize(("previous", "weight"), [(50, 20), (100, 0), (20, 5)])
+def test_an_approved_change_with_a_decrease_passes(good_stack, previous, weight):
+    config = {"envelopeChanges": [CHANGE], "ownerApproved": True, "previousImages": IMAGES}
+    assert envelope(good_stack(weight), previousWeight=previous, **config) == []
+
+
+def test_a_decrease_does_not_carry_an_unapproved_change(good_stack):
+    """20 -> 5 with the ladder widened would land unapproved and judge 5 -> 100 next."""
+    ladder = {"fact": "ladder", "before": "[0, 5, 20, 50, 80, 100]", "after": "[0, 5, 100]"}
+    [message] = envelope(good_stack(5), envelopeChanges=[ladder], previousWeight=20)
+    assert message.startswith(
+        "ladder: [0, 5, 20, 50, 80, 100] -> [0, 5, 100]: a change of the safety envelope"
+    )
+    assert message.endswith(
+        "or split it from the migration step (a weight decrease alone always passes)"
+    )
+
+
+def test_an_approved_change_without_a_move_passes(good_stack):
     config = {"envelopeChanges": [CHANGE], "ownerApproved": True, "previousImages": IMAGES}
     assert envelope(good_stack(20), previousWeight=20, **config) == []
 
 
-def test_an_approved_change_with_a_raise_fails():
+def test_an_approved_change_with_a_raise_fails(good_stack):
     config = {"envelopeChanges": [CHANGE], "ownerApproved": True, "previousImages": IMAGES}
     [message] = envelope(good_stack(50), previousWeight=20, **config)
     assert message.startswith(
@@ -58,7 +92,7 @@ def test_an_approved_change_with_a_raise_fails():
     )
 
 
-def test_an_approved_change_with_a_new_image_fails():
+def test_an_approved_change_with_a_new_image_fails(good_stack):
     stack = good_stack(20)
     container = find(stack, "Deployment", "nvidia")["spec"]["template"]["spec"]["containers"][0]
     container["image"] = "registry/inference-service:v1.2.4-cuda"
@@ -69,7 +103,7 @@ def test_an_approved_change_with_a_new_image_fails():
     )
 
 
-def test_an_approved_first_deploy_may_start_at_zero_only():
+def test_an_approved_first_deploy_may_start_at_zero_only(good_stack):
     new_stack = [{**CHANGE, "fact": "Pulumi.canary.yaml", "kind": "stack"}]
     assert envelope(good_stack(0), envelopeChanges=new_stack, ownerApproved=True) == []
     [message] = envelope(good_stack(5), envelopeChanges=new_stack, ownerApproved=True)
@@ -87,6 +121,30 @@ def test_an_approved_first_deploy_may_start_at_zero_only():
         ({"envelopeChanges": [CHANGE], "ownerApproved": "yes"}, "policy config ownerApproved"),
     ],
 )
-def test_a_malformed_config_fails_closed(config, start):
+def test_a_malformed_config_fails_closed(good_stack, config, start):
     [message] = envelope(good_stack(20), previousWeight=20, **config)
     assert message.startswith(start)
+
+
+def test_a_stack_without_routes_is_no_rollback(good_stack):
+    """Deleting the route object sends nothing anywhere that can be measured: it is no weight
+    below previousWeight, so an unapproved envelope change still fails."""
+    stack = [obj for obj in good_stack(20) if obj["kind"] not in ("VirtualService", "HTTPRoute")]
+    [message] = envelope(stack, envelopeChanges=[CHANGE], previousWeight=20)
+    assert message.startswith(
+        "capacity.totalReplicas: 4 -> 1: a change of the safety envelope (beyond ascendWeight "
+        "and the image pair) needs an owner's approval"
+    )
+
+
+def test_an_approved_change_that_drops_a_backend_names_the_missing_image(good_stack):
+    """No Ascend Deployment left: the served Ascend image is none, which is not the base's."""
+    stack = good_stack(20)
+    stack.remove(find(stack, "Deployment", "ascend"))
+    config = {"envelopeChanges": [CHANGE], "ownerApproved": True, "previousImages": IMAGES}
+    [message] = envelope(stack, previousWeight=20, **config)
+    assert message == (
+        "the owners approved envelope changes (capacity.totalReplicas: 4 -> 1), but the same "
+        f"pull request changes the ascend image {ASCEND_IMAGE} -> None: land the envelope "
+        "change first, then the step in its own pull request"
+    )

@@ -1,4 +1,8 @@
-"""Traffic policies over hand-built StackValidationArgs."""
+"""Traffic policies over hand-built StackValidationArgs.
+
+The ladder and step policies run under both routers (`router` fixture): a VirtualService with
+its DestinationRule, and an HTTPRoute to the direct Services refuse the same unsafe steps.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +12,14 @@ from policies.traffic import allowed_increase
 from tests.support.policy_objects import (
     HOST,
     NOT_APPLICABLE,
+    ROUTE_OBJECT,
+    ROUTERS,
     find,
     good_stack,
+    route_object,
     stack_violations,
     virtual_service,
+    with_route,
 )
 
 LADDER = (0, 5, 20, 50, 80, 100)
@@ -22,26 +30,44 @@ def with_vs(vs):
     return [obj for obj in good_stack(20) if obj["kind"] != "VirtualService"] + [vs]
 
 
-def on_ladder(weight, config=None):
-    return stack_violations("ascend-weight-on-ladder", with_vs(virtual_service(weight)), config)
+@pytest.fixture(params=ROUTERS)
+def router(request) -> str:
+    """Each router in turn: `istio` (VirtualService) and `gateway-api` (HTTPRoute)."""
+    return request.param
 
 
-def jump(weight, config=None):
-    return stack_violations("no-unsafe-weight-jump", with_vs(virtual_service(weight)), config)
+def routed(router: str, weight, nvidia_weight=None):
+    """The clean stack of `router` with its split at `weight`."""
+    return with_route(good_stack(20, router=router), route_object(router, weight, nvidia_weight))
+
+
+def on_ladder(weight, config=None, router="istio"):
+    return stack_violations("ascend-weight-on-ladder", routed(router, weight), config)
+
+
+def jump(weight, config=None, router="istio"):
+    return stack_violations("no-unsafe-weight-jump", routed(router, weight), config)
 
 
 class TestAscendWeightOnLadder:
     @pytest.mark.parametrize("weight", LADDER)
-    def test_every_step_passes(self, weight):
-        assert on_ladder(weight) == []
+    def test_every_step_passes(self, weight, router):
+        assert on_ladder(weight, router=router) == []
 
-    def test_off_ladder_weight_fails_naming_value_and_steps(self):
-        [message] = on_ladder(30)
+    def test_off_ladder_weight_fails_naming_value_and_steps(self, router):
+        [message] = on_ladder(30, router=router)
         assert message == (
-            "VirtualService inference/inference-vs route 'split' sends 30% to Ascend pods "
+            f"{ROUTE_OBJECT[router]} route 'split' sends 30% to Ascend pods "
             "(Deployment inference/inference-green), which is not a ladder step (0, 5, 20, 50, "
             "80, 100); set ascendWeight to one of them"
         )
+
+    def test_weights_are_proportions_in_both_routers(self, router):
+        """95:5 and 19:1 both send 5%; 97:3 sends 3%, off the ladder."""
+        assert on_ladder(5, router=router) == []
+        if router == "gateway-api":  # Istio's totalWeight 100 is route-weights-valid's rule
+            assert on_ladder(1, router=router, config=None) != []
+            assert stack_violations("ascend-weight-on-ladder", routed(router, 1, 19)) == []
 
     def test_missing_properties_are_no_violation(self):
         bare = {"apiVersion": "networking.istio.io/v1", "kind": "VirtualService", "metadata": {}}
@@ -58,9 +84,9 @@ class TestAscendWeightOnLadder:
     def test_a_stack_without_routes_passes(self):
         assert stack_violations("ascend-weight-on-ladder", [find(good_stack(), "Service")]) == []
 
-    def test_configured_ladder_overrides_default(self):
-        assert on_ladder(30, {"ladder": [0, 30, 100]}) == []
-        assert len(on_ladder(20, {"ladder": [0, 30, 100]})) == 1
+    def test_configured_ladder_overrides_default(self, router):
+        assert on_ladder(30, {"ladder": [0, 30, 100]}, router) == []
+        assert len(on_ladder(20, {"ladder": [0, 30, 100]}, router)) == 1
 
     def test_ascend_pods_are_known_by_their_accelerator_or_the_ascend_subset(self):
         """Either sign makes a pod an Ascend pod: a name alone cannot hide one."""
@@ -70,8 +96,8 @@ class TestAscendWeightOnLadder:
         both = {"ascendResource": "example.com/none", "ascendSubset": "npu"}
         assert on_ladder(30, both) == []  # neither sign: the 30% goes to no Ascend pod
 
-    def test_malformed_ladder_config_fails_closed(self):
-        [message] = on_ladder(20, {"ladder": [0, 50, 20, 100]})
+    def test_malformed_ladder_config_fails_closed(self, router):
+        [message] = on_ladder(20, {"ladder": [0, 50, 20, 100]}, router)
         assert message.startswith("policy config ladder = ")
 
 
@@ -79,47 +105,53 @@ class TestNoUnsafeWeightJump:
     @pytest.mark.parametrize(
         ("previous", "weight"), [(5, 20), (20, 50), (80, 100), (0, 5), (20, 20)]
     )
-    def test_one_step_up_or_unchanged_passes(self, previous, weight):
-        assert jump(weight, {"previousWeight": previous}) == []
+    def test_one_step_up_or_unchanged_passes(self, previous, weight, router):
+        assert jump(weight, {"previousWeight": previous}, router) == []
 
     @pytest.mark.parametrize(("previous", "weight"), [(80, 0), (50, 20), (100, 0), (20, 5)])
-    def test_any_decrease_passes(self, previous, weight):
-        assert jump(weight, {"previousWeight": previous}) == []
+    def test_any_decrease_passes(self, previous, weight, router):
+        assert jump(weight, {"previousWeight": previous}, router) == []
 
-    def test_skipping_steps_fails_with_the_allowed_step(self):
-        [message] = jump(80, {"previousWeight": 5})
+    def test_skipping_steps_fails_with_the_allowed_step(self, router):
+        [message] = jump(80, {"previousWeight": 5}, router)
+        assert message.startswith(f"{ROUTE_OBJECT[router]} raises the Ascend weight")
         assert "from 5% to 80%" in message
         assert "next ladder step, 20%" in message
         assert "Set ascendWeight to 20" in message
 
     @pytest.mark.parametrize(("weight", "ok"), [(0, True), (5, True), (20, False), (100, False)])
-    def test_first_deploy_allows_only_zero_or_first_step(self, weight, ok):
-        found = jump(weight, {})
+    def test_first_deploy_allows_only_zero_or_first_step(self, weight, ok, router):
+        found = jump(weight, {}, router)
         assert (found == []) is ok
         if not ok:
             assert "no previousWeight" in found[0] and "first ladder step 5%" in found[0]
 
-    def test_max_step_replaces_the_ladder_rule(self):
-        assert jump(20, {"previousWeight": 5, "maxStep": 15}) == []
-        [message] = jump(50, {"previousWeight": 5, "maxStep": 15})
+    def test_max_step_replaces_the_ladder_rule(self, router):
+        assert jump(20, {"previousWeight": 5, "maxStep": 15}, router) == []
+        [message] = jump(50, {"previousWeight": 5, "maxStep": 15}, router)
         assert "maxStep=15" in message and "20%" in message
 
-    def test_configured_ladder(self):
-        assert jump(10, {"previousWeight": 0, "ladder": [0, 10, 100]}) == []
-        assert len(jump(100, {"previousWeight": 0, "ladder": [0, 10, 100]})) == 1
+    def test_configured_ladder(self, router):
+        assert jump(10, {"previousWeight": 0, "ladder": [0, 10, 100]}, router) == []
+        assert len(jump(100, {"previousWeight": 0, "ladder": [0, 10, 100]}, router)) == 1
 
-    def test_previous_weight_off_the_ladder_goes_to_the_next_step_above(self):
-        assert jump(20, {"previousWeight": 10}) == []
-        assert len(jump(50, {"previousWeight": 10})) == 1
+    def test_previous_weight_off_the_ladder_goes_to_the_next_step_above(self, router):
+        assert jump(20, {"previousWeight": 10}, router) == []
+        assert len(jump(50, {"previousWeight": 10}, router)) == 1
 
     @pytest.mark.parametrize("bad", ["abc", 150, 5.5, -1, True])
-    def test_bad_previous_weight_fails_closed(self, bad):
-        [message] = jump(5, {"previousWeight": bad})
+    def test_bad_previous_weight_fails_closed(self, bad, router):
+        [message] = jump(5, {"previousWeight": bad}, router)
         assert "previousWeight" in message and "not an integer 0..100" in message
 
-    def test_non_integer_route_weight_fails(self):
-        [message] = jump(20.5, {"previousWeight": 5})
-        assert "subset 'ascend'=20.5" in message and "not whole numbers" in message
+    def test_non_integer_route_weight_fails(self, router):
+        [message] = jump(20.5, {"previousWeight": 5}, router)
+        shown = (
+            "subset 'ascend'=20.5"
+            if router == "istio"
+            else "ascend.inference.svc.cluster.local=20.5"
+        )
+        assert shown in message and "not whole numbers" in message
 
     def test_missing_properties_are_no_violation(self):
         vs = virtual_service(80)

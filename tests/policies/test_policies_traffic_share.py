@@ -19,6 +19,8 @@ from tests.support.policy_objects import (
     HOST,
     JUDGED,
     NAMESPACE,
+    backend_ref,
+    deployment,
     direct_service,
     find,
     good_stack,
@@ -279,3 +281,209 @@ class TestSubsetsAreLookedUpUnderTheirHost:
         [jump] = stack_violations("no-unsafe-weight-jump", stack, {"previousWeight": 0})
         assert "raises the Ascend weight from 0% to 100%" in jump
         assert "route 'pool' sends it to Deployment inference/inference-green" in jump
+
+
+def side_workload(name: str, labels: dict, image: str, accelerator: str = "nvidia"):
+    """A Deployment `name` (1 pod of `accelerator`'s kind) with pod `labels`, and a Service
+    `name` selecting them."""
+    workload = deployment(accelerator, 1, image)
+    workload["metadata"].update(name=name, labels=labels)
+    workload["spec"]["selector"] = {"matchLabels": labels}
+    workload["spec"]["template"]["metadata"]["labels"] = labels
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"selector": labels, "ports": [{"port": 8000}]},
+    }
+    return [workload, service]
+
+
+def legacy() -> list[dict]:
+    """A third, non-Ascend workload `legacy` some route may reach beside the two backends."""
+    return side_workload("legacy", {"app": "legacy"}, "registry/legacy:v1")
+
+
+LEGACY_HOST = f"legacy.{NAMESPACE}.svc.cluster.local"
+
+
+class TestTheRollbackTarget:
+    """rollback-capacity's NVIDIA backend: the workload behind the `nvidia` subset, else the
+    one non-Ascend workload the routes reach; none or several cannot be judged."""
+
+    def test_the_nvidia_subset_names_it_beside_another_workload(self):
+        """A route to a legacy Service beside the split, the split listing Ascend first: the
+        rollback lands on inference-blue (4 pods), not on the 1-pod legacy workload."""
+        stack = [*good_stack(20), *legacy()]
+        http(stack)[0]["route"].reverse()
+        http(stack).insert(
+            0,
+            {
+                "name": "legacy",
+                "match": [{"uri": {"prefix": "/legacy"}}],
+                "route": [dest(LEGACY_HOST)],
+            },
+        )
+        assert stack_violations("rollback-capacity", stack) == []
+        find(stack, "Deployment", "nvidia")["spec"]["replicas"] = 1
+        assert stack_violations("rollback-capacity", stack) == [
+            "Deployment inference/inference-blue has 1 replicas while Ascend takes 0%: NVIDIA "
+            "must keep totalReplicas=4 pods (all traffic) until the weight is 100, so a "
+            "rollback to 0% lands on a full pool; keep 4 replicas"
+        ]
+
+    def test_several_non_ascend_workloads_without_subsets_cannot_be_judged(self):
+        stack = [*good_stack(20, router="gateway-api"), *legacy()]
+        refs = find(stack, "HTTPRoute")["spec"]["rules"][0]["backendRefs"]
+        refs.append({**backend_ref("nvidia", 0), "name": "legacy"})
+        assert stack_violations("rollback-capacity", stack) == [
+            "cannot check the rollback capacity while Ascend takes 20%: the routes reach "
+            "several non-Ascend workloads: Deployment inference/inference-blue, Deployment "
+            "inference/legacy"
+        ]
+
+    @pytest.mark.parametrize("router", ["istio", "gateway-api"])
+    def test_no_nvidia_workload_cannot_be_judged(self, router):
+        stack = good_stack(20, router=router)
+        stack.remove(find(stack, "Deployment", "nvidia"))
+        found = stack_violations("rollback-capacity", stack)
+        assert found[-1] == (
+            "cannot check the rollback capacity while Ascend takes 20%: no route reaches the "
+            "pods of a workload other than Ascend (subset 'nvidia')"
+        )
+
+
+class TestTheAscendBackend:
+    """image-pair-consistent finds the Ascend backend behind its subset (istio) or as the one
+    Ascend workload the routes reach (gateway-api), and says why when it cannot."""
+
+    @pytest.mark.parametrize(
+        ("router", "why"),
+        [
+            ("istio", "no workload in the stack runs the pods of subset 'ascend'"),
+            ("gateway-api", "no route reaches the pods of an Ascend workload"),
+        ],
+    )
+    def test_no_ascend_workload(self, router, why):
+        stack = good_stack(20, router=router)
+        stack.remove(find(stack, "Deployment", "ascend"))
+        assert stack_violations("image-pair-consistent", stack) == [
+            f"cannot check the ascend image: {why}"
+        ]
+
+    def test_several_ascend_workloads_behind_the_routes(self):
+        stack = [*good_stack(20, router="gateway-api"), *canary()]
+        refs = find(stack, "HTTPRoute")["spec"]["rules"][0]["backendRefs"]
+        refs.append({**backend_ref("ascend", 0), "name": "canary"})
+        assert stack_violations("image-pair-consistent", stack) == [
+            "cannot check the ascend image: the routes reach several Ascend workloads: "
+            "Deployment inference/inference-green, Deployment inference/canary"
+        ]
+
+
+class TestWeightsThatSumToLittle:
+    def test_weights_0_and_1_send_everything_to_ascend(self):
+        stack = stack_at_5()
+        http(stack)[0]["route"] = [dest(HOST, "nvidia", 0), dest(HOST, "ascend", 1)]
+        [route] = shares(stack).routes
+        assert route.shares == (0, 100)
+        assert shares(stack).most == 100
+
+    def test_weights_all_0_send_nothing_to_ascend(self):
+        """Istio rejects the route; the share it would give Ascend is none."""
+        stack = stack_at_5()
+        http(stack)[0]["route"] = [dest(HOST, "nvidia", 0), dest(HOST, "ascend", 0)]
+        [route] = shares(stack).routes
+        assert route.shares == (0, 0)
+        assert shares(stack).most == 0
+
+    def test_unreadable_weights_are_reported_not_a_crash(self):
+        """The capacity of an Ascend workload the route reaches is judged at 0% (its share is
+        unknown; the weights are the violation)."""
+        stack = good_stack(20)
+        http(stack)[0]["route"][1]["weight"] = "abc"
+        assert stack_violations("rollback-capacity", stack) == [
+            "cannot check the capacity: VirtualService inference/inference-vs route 'split' has "
+            f"weights {HOST} subset 'nvidia'=80.0, {HOST} subset 'ascend'='abc': not whole "
+            "numbers >= 0, so its Ascend share cannot be judged"
+        ]
+
+
+def canary() -> list[dict]:
+    """A second Ascend workload `canary` (its own Service, outside the `ascend` subset)."""
+    labels = {"app": "inference-canary", "hardware": "ascend"}
+    return side_workload("canary", labels, "registry/inference-service:v1.2.3-npu", "ascend")
+
+
+def named(stack: list[dict], kind: str, name: str) -> dict:
+    return next(o for o in stack if o["kind"] == kind and o["metadata"]["name"] == name)
+
+
+CANARY_HOST = f"canary.{NAMESPACE}.svc.cluster.local"
+UNKNOWN_HOST = f"elsewhere.{NAMESPACE}.svc.cluster.local"
+"""A host no Service of the stack backs: its pods are unknown, so may be Ascend pods."""
+
+
+class TestEveryDestinationCounts:
+    @pytest.mark.parametrize("unknown_first", [False, True])
+    def test_an_unknown_destination_adds_to_the_ascend_destinations(self, unknown_first):
+        """20% to Ascend and 30% to pods the stack does not know: up to 50% on Ascend, in
+        either order."""
+        stack = stack_at_5()
+        route = [dest(HOST, "ascend", 20), dest(UNKNOWN_HOST, None, 30)]
+        http(stack)[0]["route"] = [
+            *(route[::-1] if unknown_first else route),
+            dest(HOST, "nvidia", 50),
+        ]
+        [split] = shares(stack).routes
+        assert split.most == 50
+        assert split.least == 20
+        assert split.reached == "Deployment inference/inference-green, pods the stack does not know"
+
+    def test_a_destination_with_weight_0_to_unknown_pods_sends_nothing(self):
+        stack = good_stack(20)
+        http(stack)[0]["route"] = [
+            dest(HOST, "nvidia", 70),
+            dest(HOST, "ascend", 30),
+            dest(UNKNOWN_HOST, None, 0),
+        ]
+        assert stack_violations("ascend-weight-on-ladder", stack) == [
+            "VirtualService inference/inference-vs route 'split' sends 30% to Ascend pods "
+            "(Deployment inference/inference-green), which is not a ladder step (0, 5, 20, 50, "
+            "80, 100); set ascendWeight to one of them"
+        ]
+
+    def test_each_ascend_workload_a_route_reaches_is_sized(self):
+        """25% to the canary's Service: its 0 pods are too few, whatever the green ones do."""
+        stack = [*good_stack(50), *canary()]
+        http(stack)[0]["route"] = [
+            dest(HOST, "nvidia", 50),
+            dest(HOST, "ascend", 25),
+            dest(CANARY_HOST, None, 25),
+        ]
+        find(stack, "Deployment", "ascend")["spec"]["replicas"] = 1
+        named(stack, "Deployment", "canary")["spec"]["replicas"] = 0
+        assert stack_violations("rollback-capacity", stack) == [
+            "Deployment inference/canary has 0 replicas for 25% of traffic: at "
+            "ascendCapacityRatio=1 its share of totalReplicas=4 needs at least 1; raise its "
+            "replicas or lower the weight"
+        ]
+
+    def test_two_ascend_destinations_summing_to_100_let_nvidia_go(self):
+        """50% to the green pods and 50% to the canary's: all of it surely on Ascend, so
+        NVIDIA may scale to 0."""
+        stack = [*good_stack(50), *canary()]
+        http(stack)[0]["route"] = [dest(HOST, "ascend", 50), dest(CANARY_HOST, None, 50)]
+        find(stack, "Deployment", "nvidia")["spec"]["replicas"] = 0
+        named(stack, "Deployment", "canary")["spec"]["replicas"] = 2
+        assert shares(stack).least == 100
+        assert stack_violations("rollback-capacity", stack) == []
+
+    def test_a_zero_share_is_reported_as_0_percent(self):
+        stack = good_stack(0)
+        find(stack, "Deployment", "nvidia")["spec"]["replicas"] = 1
+        [message] = stack_violations("rollback-capacity", stack)
+        assert message.startswith(
+            "Deployment inference/inference-blue has 1 replicas while Ascend takes 0%: NVIDIA "
+            "must keep totalReplicas=4 pods"
+        )

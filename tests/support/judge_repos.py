@@ -114,6 +114,21 @@ def run_head(repo: Path, *argv: str, timeout: float = 300) -> subprocess.Complet
     )
 
 
+def run_base(base: Path, *argv: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """`python -m dualstack -C base ARGV` run by the code of the checkout `base`, the way the
+    pipelines run `base-checkout/.venv/bin/dualstack`: `base` alone on PYTHONPATH and as the
+    working folder, so nothing of the head is importable (the head is read as data)."""
+    env = {**os.environ, "PYTHONPATH": str(base)}
+    return subprocess.run(
+        [sys.executable, "-m", "dualstack", "-C", str(base), *argv],
+        cwd=base,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 def failed_policies(err: str) -> set[str]:
     """The policies named on `policy check failed: a, b` (stderr's first line), or none."""
     first = err.splitlines()[0] if err else ""

@@ -2,7 +2,9 @@
 
 Props are shaped the way the Pulumi engine sends them to a pack: camelCase, every number a
 float, wrapped in pulumi_policy's unknown-checking proxies. `good_stack()` is a clean dual
-stack at a given weight that every policy passes; tests copy it and break one thing.
+stack at a given weight that every policy passes; tests copy it and break one thing. Both
+routers: `good_stack(weight, router="gateway-api")` splits with an HTTPRoute to the direct
+Services instead of a VirtualService and DestinationRule.
 """
 
 from __future__ import annotations
@@ -42,7 +44,15 @@ TOKENS = {
     "VirtualService": "kubernetes:networking.istio.io/v1:VirtualService",
     "DestinationRule": "kubernetes:networking.istio.io/v1:DestinationRule",
     "PodDisruptionBudget": "kubernetes:policy/v1:PodDisruptionBudget",
+    "HTTPRoute": "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute",
 }
+ROUTERS = ("istio", "gateway-api")
+ROUTE_OBJECT = {
+    "istio": "VirtualService inference/inference-vs",
+    "gateway-api": "HTTPRoute inference/inference-route",
+}
+"""How policy messages name each router's route object."""
+PIN_HEADER = "x-dualstack-hardware"
 NOT_APPLICABLE = "not applicable"
 JUDGED = {
     "safety-envelope-unchanged": {"envelopeChanges": []},
@@ -203,23 +213,100 @@ def disruption_budget(hardware: str) -> dict[str, Any]:
     }
 
 
-def good_stack(weight: int = 20, ascend_replicas: int | None = None) -> list[dict[str, Any]]:
+def backend_ref(hardware: str, weight: Any = None) -> dict[str, Any]:
+    """A backendRef to the direct Service of `hardware` (with `weight` unless None)."""
+    ref: dict[str, Any] = {
+        "group": "",
+        "kind": "Service",
+        "name": f"inference-service-{hardware}",
+        "port": 8000,
+    }
+    return ref if weight is None else ref | {"weight": weight}
+
+
+def http_route(ascend_weight: Any, nvidia_weight: Any = None) -> dict[str, Any]:
+    """The HTTPRoute of `router: gateway-api`: one rule splitting the direct Services nvidia
+    (100 - w unless given) and ascend (w), attached to the shared Service (GAMMA)."""
+    nvidia = 100 - ascend_weight if nvidia_weight is None else nvidia_weight
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": {"name": "inference-route", "namespace": NAMESPACE},
+        "spec": {
+            "parentRefs": [{"group": "", "kind": "Service", "name": "inference-service"}],
+            "rules": [
+                {
+                    "name": "split",
+                    "backendRefs": [
+                        backend_ref("nvidia", nvidia),
+                        backend_ref("ascend", ascend_weight),
+                    ],
+                }
+            ],
+        },
+    }
+
+
+def route_object(router: str, ascend_weight: Any, nvidia_weight: Any = None) -> dict[str, Any]:
+    """The split of one router: `virtual_service` or `http_route`."""
+    if router == "istio":
+        return virtual_service(ascend_weight, nvidia_weight)
+    return http_route(ascend_weight, nvidia_weight)
+
+
+def pin_rule(router: str, hardware: str, value: str | None = None) -> dict[str, Any]:
+    """The tester pin the program renders ahead of the split: header `x-dualstack-hardware`
+    = `value` (default: the hardware's name) -> 100% to `hardware`."""
+    value = value or hardware
+    if router == "istio":
+        return {
+            "name": f"pin-{hardware}",
+            "match": [{"headers": {PIN_HEADER: {"exact": value}}}],
+            "route": [{"destination": {"host": HOST, "subset": hardware}}],
+        }
+    return {
+        "name": f"pin-{hardware}",
+        "matches": [{"headers": [{"type": "Exact", "name": PIN_HEADER, "value": value}]}],
+        "backendRefs": [backend_ref(hardware)],
+    }
+
+
+def rules_of(route: dict[str, Any]) -> list[dict[str, Any]]:
+    """The route entries of a route object, for editing: `http` or `rules`."""
+    spec = route["spec"]
+    return spec["http"] if route["kind"] == "VirtualService" else spec["rules"]
+
+
+def with_pins(route: dict[str, Any], router: str) -> dict[str, Any]:
+    """`route` with both tester pins ahead of its split, as the program renders them."""
+    rules = rules_of(route)
+    rules[:0] = [pin_rule(router, hw) for hw in HARDWARE]
+    return route
+
+
+def good_stack(
+    weight: int = 20, ascend_replicas: int | None = None, router: str = "istio"
+) -> list[dict[str, Any]]:
     """A clean stack at `weight`: NVIDIA 4 pods, Ascend enough for its share (two at least
-    while it serves), verified image, and each backend's PodDisruptionBudget (last, so the
-    first five objects keep their places)."""
+    while it serves), verified image; split by `router` (`istio`: DestinationRule +
+    VirtualService; `gateway-api`: an HTTPRoute to the direct Services); each backend's
+    PodDisruptionBudget last."""
     if ascend_replicas is None:
         ascend_replicas = max(2, -(-4 * weight // 100)) if weight else 1
     ascend = deployment("ascend", ascend_replicas, ASCEND_IMAGE)
     ascend["metadata"]["annotations"] = {VERIFIED: ASCEND_IMAGE}
-    return [
-        deployment("nvidia", 4, NVIDIA_IMAGE),
-        ascend,
-        destination_rule(),
-        virtual_service(weight),
-        service(),
-        disruption_budget("nvidia"),
-        disruption_budget("ascend"),
-    ]
+    workloads = [deployment("nvidia", 4, NVIDIA_IMAGE), ascend]
+    budgets = [disruption_budget("nvidia"), disruption_budget("ascend")]
+    if router == "istio":
+        return [*workloads, destination_rule(), virtual_service(weight), service(), *budgets]
+    routes = [*(direct_service(hw) for hw in HARDWARE), http_route(weight), service()]
+    return [*workloads, *routes, *budgets]
+
+
+def with_route(objects: list[dict[str, Any]], route: dict[str, Any]) -> list[dict[str, Any]]:
+    """`objects` with their route object (VirtualService or HTTPRoute) replaced by `route`."""
+    kinds = ("VirtualService", "HTTPRoute")
+    return [obj for obj in objects if obj["kind"] not in kinds] + [route]
 
 
 def find(objects: list[dict[str, Any]], kind: str, hardware: str | None = None) -> dict[str, Any]:

@@ -152,7 +152,7 @@ def test_prod_render_rule_file_passes_promtool_lint(prod_render, tmp_path: Path)
     done = run_promtool("check", "rules", "--lint-fatal", "prod-rules.yaml", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     # 8 request + 2 migration + 10 accelerator + 2 usage records, 5 alerts (no prices: no cost)
-    assert "SUCCESS: 27 rules found" in done.stdout
+    assert "SUCCESS: 28 rules found" in done.stdout
     assert "--stack prod`" in rule["spec"]["groups"][-1]["rules"][0]["annotations"]["summary"]
 
 

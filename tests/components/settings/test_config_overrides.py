@@ -106,7 +106,7 @@ def test_gateways_bind_the_split_to_ingress_and_keep_mesh(render_objects) -> Non
     spec = find(objects, "VirtualService", "inference-vs")["spec"]
     assert spec["gateways"] == ["istio-system/public", "mesh"]
     assert spec["hosts"] == ["inference-service.inference.svc.cluster.local", "infer.example.com"]
-    assert [r["weight"] for r in spec["http"][0]["route"]] == [80, 20]
+    assert [r["weight"] for r in spec["http"][-1]["route"]] == [80, 20]
 
 
 def test_no_gateways_means_mesh_only(render_objects) -> None:

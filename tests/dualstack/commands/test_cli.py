@@ -49,7 +49,7 @@ def test_render_output_dir_writes_one_file_per_object(project_copy, tmp_path: Pa
     vs = yaml.safe_load(
         (tmp_path / "out" / "virtualservice-inference-staging-inference-vs.yaml").read_text()
     )
-    assert [r["weight"] for r in vs["spec"]["http"][0]["route"]] == [80, 20]
+    assert [r["weight"] for r in vs["spec"]["http"][-1]["route"]] == [80, 20]
 
 
 def test_bad_weight_is_one_line_and_renders_nothing(project_copy) -> None:

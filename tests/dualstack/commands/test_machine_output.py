@@ -38,9 +38,12 @@ def stack_text(weight: int, namespace: str | None = None) -> str:
 
 
 def make_repo(root: Path, stacks: dict[str, tuple[int, str | None]]) -> Path:
+    """A git repo on main: Pulumi.yaml, this tree's code (a base judges with its own code) and
+    the stack files."""
     root.mkdir()
     shutil.copy(REPO / "Pulumi.yaml", root / "Pulumi.yaml")
-    copy_code(root)  # the base judges with its own code (README: "Trust model")
+    copy_code(root)
+    (root / ".gitignore").write_text("__pycache__/\n*.pyc\n", encoding="utf-8")
     for stack, (weight, namespace) in stacks.items():
         (root / f"Pulumi.{stack}.yaml").write_text(stack_text(weight, namespace))
     git(root, "init", "-q", "-b", "main")
@@ -172,7 +175,7 @@ def test_gate_json_carries_each_criterion_and_its_numbers(gate_project, promethe
     (healthy,) = doc["stacks"]
     assert healthy["prometheus"] == prometheus and healthy["at"] == END
     by_key = {c["key"]: c for c in healthy["criteria"]}
-    assert [c["status"] for c in healthy["criteria"]] == ["PASS"] * 4
+    assert [c["status"] for c in healthy["criteria"]] == ["PASS"] * 6  # split and bake too
     errors = by_key["error-ratio"]
     assert errors["ascendValue"] == pytest.approx(HEALTHY["ascend"]["errors"])
     assert errors["nvidiaValue"] == pytest.approx(HEALTHY["nvidia"]["errors"])
@@ -271,7 +274,7 @@ def test_verify_precision_json(repo, capsys):
         ["rollback"],
         ["verify-precision", "--nvidia", "http://127.0.0.1:1", "--ascend", "http://127.0.0.1:2"],
         ["render"],
-        ["policy-config", "--base", "main", "--first-deploy"],
+        ["policy-config", "--first-deploy", "--base", "main"],
     ],
     ids=lambda argv: argv[0],
 )

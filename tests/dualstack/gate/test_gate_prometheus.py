@@ -51,14 +51,29 @@ SCENARIOS: dict[str, dict[str, dict[str, float]]] = {
     },
     "inf": {"nvidia": HEALTHY["nvidia"], "ascend": {**HEALTHY["ascend"], "p99": math.inf}},
     "few-requests": {"nvidia": HEALTHY["nvidia"], "ascend": {**HEALTHY["ascend"], "rate": 0.05}},
-    "inference": HEALTHY,  # the prod stack file's namespace
+    # The prod stack file's namespace, at its 5%: 0.5 of 10 req/s on Ascend.
+    "inference": {
+        "nvidia": {**HEALTHY["nvidia"], "rate": 9.5},
+        "ascend": {**HEALTHY["ascend"], "rate": 0.5},
+    },
     "inference-staging": {  # the staging stack file's namespace
         "nvidia": {"rate": 8.0, "errors": 0.001, "p99": 0.8},
         "ascend": {"rate": 2.0, "errors": 0.01 + 0.001 + 0.0005, "p99": 1.0},
     },
 }
 OTHER_NAMESPACE = "inference-other"
+ZERO = "zero"
+"""Ascend at 0%: no Ascend series at all, the rules record weight 0."""
+RECORDED_WEIGHT = {"inference": 0.05, ZERO: 0.0}
+"""The route weight the deployed rules record per namespace: 20% unless named here, none in
+`no-ascend` (rules not deployed)."""
 METRICS = {"rate": REQUEST_RATE, "errors": ERROR_RATIO, "p99": LATENCY_P99}
+
+
+def first_sample(namespace: str) -> int:
+    """Where a namespace's history starts: prod's (`inference`) a day earlier, so its 5% has
+    baked for the default bakeTime (24h) when promote runs at END."""
+    return START - 24 * 3600 if namespace == "inference" else START
 
 
 def history() -> list[Series]:
@@ -67,7 +82,8 @@ def history() -> list[Series]:
         for hardware, values in sides.items():
             for key, metric in METRICS.items():
                 labels = {"hardware": hardware, "namespace": namespace}
-                series.append(Series(metric, labels, constant(values[key], START, END)))
+                samples = constant(values[key], first_sample(namespace), END)
+                series.append(Series(metric, labels, samples))
     # partial-nan: healthy except five minutes of 0/0 inside the last 30 minutes.
     for hardware, values in HEALTHY.items():
         labels = {"hardware": hardware, "namespace": "partial-nan"}
@@ -87,8 +103,18 @@ def history() -> list[Series]:
             for key, metric in METRICS.items():
                 samples = [(t, v) for t, v in constant(values[key], START, END) if keep(t)]
                 series.append(Series(metric, labels, samples))
-    # The route weight the deployed rules record: 20% in `healthy` (as its stack file says).
-    series.append(Series(ASCEND_WEIGHT, {"namespace": "healthy"}, constant(0.2, START, END)))
+    # The route weight the deployed rules record (as the stack files say; none in no-ascend).
+    for namespace in [*SCENARIOS, "partial-nan", "gap", ZERO]:
+        if namespace != "no-ascend":
+            weight = RECORDED_WEIGHT.get(namespace, 0.2)
+            labels = {"hardware": "ascend", "namespace": namespace}
+            samples = constant(weight, first_sample(namespace), END)
+            series.append(Series(ASCEND_WEIGHT, labels, samples))
+    stopped = [(t, v) for t, v in constant(0.2, START, END) if t <= END - 660]
+    series.append(Series(ASCEND_WEIGHT, {"hardware": "ascend", "namespace": "stopped"}, stopped))
+    for key, metric in METRICS.items():
+        labels = {"hardware": "nvidia", "namespace": ZERO}
+        series.append(Series(metric, labels, constant(HEALTHY["nvidia"][key], START, END)))
     # Pushed precision results; the Job's grouping label `namespace` names the stack's namespace.
     # The same image failed in another namespace (another stack): that must not fail `healthy`.
     for image, namespace, passed in [
@@ -112,6 +138,7 @@ def write_stack(root: Path, name: str, namespace: str, weight: int = 20, **extra
         f"{PROJECT}:ascendWeight": str(weight),
         f"{PROJECT}:namespace": namespace,
         f"{PROJECT}:verifiedAscendImage": IMAGE,
+        f"{PROJECT}:bakeTime": "1h",  # the history holds 2 h; test_gate_split_bake has days
         **{f"{PROJECT}:{k}": v for k, v in extra.items()},
     }
     (root / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump({"config": config}))
@@ -123,6 +150,7 @@ def project(tmp_path: Path) -> Path:
     (tmp_path / "Pulumi.yaml").write_text(f"name: {PROJECT}\nruntime: python\n")
     for namespace in [*SCENARIOS, "partial-nan", "stopped", "gap"]:
         write_stack(tmp_path, namespace, namespace)
+    write_stack(tmp_path, ZERO, ZERO, weight=0)
     return tmp_path
 
 
@@ -148,6 +176,8 @@ def test_healthy_ascend_passes_every_criterion(project, prometheus, tmp_path, ca
         "Requests in window": "PASS",
         "5xx error ratio": "PASS",
         "p99 latency": "PASS",
+        "Split landed": "PASS",
+        "Bake time": "PASS",
         "Precision check": "PASS",
     }
     out = capsys.readouterr().out
@@ -190,6 +220,8 @@ def test_no_ascend_traffic_is_no_data_on_every_traffic_criterion(project, promet
         "Requests in window": "NO_DATA",
         "5xx error ratio": "NO_DATA",
         "p99 latency": "NO_DATA",
+        "Split landed": "FAIL",  # 0% observed against the stack file's 20%
+        "Bake time": "NO_DATA",  # no recorded weight: nothing proves the rung baked
         "Precision check": "PASS",
     }
 
@@ -245,8 +277,7 @@ def test_pushed_failure_overrides_the_recorded_verification(project, prometheus,
 
 
 def test_first_step_from_zero_rests_on_precision(project, prometheus, capsys):
-    write_stack(project, "no-ascend", "no-ascend", weight=0)
-    assert gate(project, prometheus, "no-ascend") == 0
+    assert gate(project, prometheus, ZERO) == 0
     out = capsys.readouterr().out
     assert "NO_DATA (not required)" in out
     assert "Ascend serves 0% of traffic" in out
@@ -312,7 +343,7 @@ def test_header_states_the_weight_the_data_was_taken_at(project, prometheus, cap
     write_stack(project, "healthy", "healthy", weight=50)
     gate(project, prometheus, "healthy")
     assert "data taken at 20% Ascend; the stack file says 50%" in capsys.readouterr().out
-    assert gate(project, prometheus, "p99-3x") == 1
+    assert gate(project, prometheus, "no-ascend") == 1
     assert "Ascend at 20% per the stack file (no recorded route weight)" in capsys.readouterr().out
 
 

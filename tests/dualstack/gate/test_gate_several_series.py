@@ -51,6 +51,7 @@ def history() -> list[Series]:
     series: list[Series] = []
     # two healthy Ascend pods at 1 req/s each, NVIDIA as one series
     series += pods("two-pods", "ascend", GOOD, GOOD) + pods("two-pods", "nvidia", NVIDIA)
+    series.append(Series(ASCEND_WEIGHT, {"namespace": "two-pods"}, constant(0.2, START, END)))
     # the same pods' labels in other namespaces, failing: they belong to other stacks
     for other in ("two-pods-staging", "two-pods-canary"):
         bad = {"rate": 0.01, "errors": 0.5, "p99": 9.0}
@@ -101,6 +102,7 @@ def gate(project: Path, url: str, namespace: str, weight: int = 20) -> tuple[int
         f"{PROJECT}:ascendWeight": str(weight),
         f"{PROJECT}:namespace": namespace,
         f"{PROJECT}:verifiedAscendImage": IMAGE,
+        f"{PROJECT}:bakeTime": "1h",  # the history holds 2 h
     }
     (project / f"Pulumi.{namespace}.yaml").write_text(yaml.safe_dump({"config": config}))
     report = project / f"{namespace}.md"

@@ -134,6 +134,7 @@ def stack_config(namespace: str) -> dict[str, str]:
         f"{PROJECT}:ascendWeight": "20",
         f"{PROJECT}:namespace": namespace,
         f"{PROJECT}:verifiedAscendImage": IMAGE,
+        f"{PROJECT}:bakeTime": "1h",  # the history holds 2 h of the recorded 20%
     }
 
 
@@ -227,6 +228,8 @@ def test_error_ratio_10x_nvidia_fails_on_the_real_rules(
         "Requests in window": "PASS",
         "5xx error ratio": "FAIL",
         "p99 latency": "PASS",
+        "Split landed": "PASS",
+        "Bake time": "PASS",
         "Precision check": "PASS",
     }
     out = capsys.readouterr().out
@@ -243,6 +246,8 @@ def test_p99_3x_nvidia_fails_on_the_real_rules(project, prometheus, tmp_path, ca
         "Requests in window": "PASS",
         "5xx error ratio": "PASS",
         "p99 latency": "FAIL",
+        "Split landed": "PASS",
+        "Bake time": "PASS",
         "Precision check": "PASS",
     }
     out = capsys.readouterr().out
@@ -268,6 +273,8 @@ def test_no_ascend_traffic_is_no_data_never_a_pass(
         "Requests in window": requests,
         "5xx error ratio": "NO_DATA",
         "p99 latency": "NO_DATA",
+        "Split landed": "FAIL",  # observed 0% of requests on Ascend at the recorded 20%
+        "Bake time": "FAIL",  # no Ascend request in the bake window either
         "Precision check": "PASS",
     }
     found = details(capsys.readouterr().out)
@@ -285,6 +292,8 @@ def test_zero_over_zero_inside_the_window_is_no_data(project, prometheus, tmp_pa
         "Requests in window": "PASS",  # 2 req/s for the other minutes
         "5xx error ratio": "NO_DATA",
         "p99 latency": "NO_DATA",
+        "Split landed": "FAIL",  # half of Ascend's share went missing
+        "Bake time": "PASS",
         "Precision check": "PASS",
     }
     found = details(capsys.readouterr().out)

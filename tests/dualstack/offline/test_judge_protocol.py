@@ -24,6 +24,7 @@ from tests.support.judge_repos import (
     failed_policies,
     make_repo,
     preview,
+    run_base,
     run_head,
     write_stack,
 )
@@ -187,7 +188,7 @@ def test_no_base_at_all_is_an_error(tmp_path, capsys):
 # ------------------------------------------------------------- from a checkout of the base
 
 
-def test_head_mode_judges_from_the_base_checkout(repo, tmp_path, capsys):
+def test_head_mode_judges_from_the_base_checkout(repo, tmp_path):
     """The pipelines' way: `-C base-checkout preview --head .`; the head edits the pack."""
     base = tmp_path / "base-checkout"
     git(repo, "worktree", "add", "-q", "--detach", str(base), "main")
@@ -198,22 +199,21 @@ def test_head_mode_judges_from_the_base_checkout(repo, tmp_path, capsys):
         "    return 100\n",
     )
     set_config_value(repo, "prod", "ascendWeight", "100")
-    code = main(["-C", str(base), "preview", "--stack", "prod", "--head", str(repo)])
-    out, err = capsys.readouterr()
-    assert code == 1
-    assert "Judged by the base's code and facts (this checkout)" in out
-    assert failed_policies(err) == {ENVELOPE, "no-unsafe-weight-jump"}
+    done = run_base(base, "preview", "--stack", "prod", "--head", str(repo))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Judged by the base's code and facts (this checkout)" in done.stdout
+    assert failed_policies(done.stderr) == {ENVELOPE, "no-unsafe-weight-jump"}
 
 
-def test_policy_config_from_the_base_checkout(repo, tmp_path, capsys):
+def test_policy_config_from_the_base_checkout(repo, tmp_path):
     base = tmp_path / "base-checkout"
     git(repo, "worktree", "add", "-q", "--detach", str(base), "main")
     set_config_value(repo, "prod", "ascendWeight", "20")
     set_config_value(repo, "prod", "capacity", {"totalReplicas": 1})
     out = tmp_path / "policy-config.json"
-    argv = ["-C", str(base), "policy-config", "--stack", "prod", "--previous-weight", "5"]
-    code = main([*argv, "--head", str(repo), "--output", str(out)])
-    assert code == 0, capsys.readouterr().err
+    argv = ["policy-config", "--stack", "prod", "--previous-weight", "5"]
+    done = run_base(base, *argv, "--head", str(repo), "--output", str(out))
+    assert done.returncode == 0, done.stderr
     config = json.loads(out.read_text())
     assert config["rollback-capacity"]["totalReplicas"] == 4  # the base's, not the head's 1
     assert config[ENVELOPE]["envelopeChanges"] == [

@@ -75,6 +75,7 @@ def test_route_weights_config_comes_from_the_program():
         "totalWeight": 100,
         "nvidiaSubset": "nvidia",
         "ascendSubset": "ascend",
+        "ascendResource": "huawei.com/Ascend910",
     }
     assert sum(route_weights(5).values()) == config["route-weights-valid"]["totalWeight"]
 
@@ -303,6 +304,7 @@ def test_command_takes_the_step_limit_and_image_from_base(git_repo, tmp_path, ca
         "previousWeight": 5,
         "ascendSubset": "ascend",
         "ascendResource": "huawei.com/Ascend910",
+        "testerPinning": {"header": "x-dualstack-hardware", "nvidia": "nvidia", "ascend": "ascend"},
     }
     assert written["precision-verified-before-promotion"]["previousAscendImage"] == (
         "registry/inference-service:v1.2.3-npu"

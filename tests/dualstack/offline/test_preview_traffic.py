@@ -116,9 +116,9 @@ def test_the_ascend_host_as_a_third_destination_of_the_split_is_refused(patch_ro
     resolved share shows the 95% sent to the Ascend host."""
 
     def edit(settings: Settings, http: list[dict]) -> None:
-        nvidia, _ascend = http[0]["route"]
+        nvidia, _ascend = http[-1]["route"]  # the split, after the pins
         nvidia["weight"] = 0
-        http[0]["route"].append(
+        http[-1]["route"].append(
             {"destination": {"host": direct_ascend_host(settings)}, "weight": 95}
         )
 
@@ -147,7 +147,7 @@ def test_a_catch_all_route_placed_first_is_refused(patch_routes):
 
 def test_a_destination_outside_the_stack_is_refused(patch_routes):
     patch_routes(
-        lambda settings, http: http[0]["route"][1]["destination"].update(
+        lambda settings, http: http[-1]["route"][1]["destination"].update(
             host="inference.example.com", subset=None
         )
     )

@@ -36,7 +36,7 @@ def test_prod_renders_the_articles_objects(prod_objects) -> None:
         kinds[obj["kind"]] = kinds.get(obj["kind"], 0) + 1
     for kind, count in ARTICLE_KINDS.items():
         assert kinds.get(kind) == count, kind
-    routes = find(prod_objects, "VirtualService", "inference-vs")["spec"]["http"][0]["route"]
+    routes = find(prod_objects, "VirtualService", "inference-vs")["spec"]["http"][-1]["route"]
     assert [r["weight"] for r in routes] == [95, 5]
 
 
@@ -159,7 +159,7 @@ def test_yaml_round_trips(prod_objects) -> None:
 
 def test_string_weight_like_pulumi_config_set(render_objects) -> None:
     objects = render_objects(cfg(ascendWeight="20"))
-    routes = find(objects, "VirtualService", "inference-vs")["spec"]["http"][0]["route"]
+    routes = find(objects, "VirtualService", "inference-vs")["spec"]["http"][-1]["route"]
     assert [r["weight"] for r in routes] == [80, 20]
 
 

@@ -239,6 +239,50 @@ def test_another_cluster_context_is_an_envelope_change(repo, capsys):
     assert "kubernetes:context: (unset) -> other-cluster" in out
 
 
+def prepend(repo, stack, text):
+    """Put `text` (top-level keys) before the `config:` mapping of `Pulumi.<stack>.yaml`."""
+    path = repo / f"Pulumi.{stack}.yaml"
+    path.write_text(text + path.read_text(encoding="utf-8"), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("top", "fact"),
+    [
+        (
+            "environment:\n  - team/overrides\n",
+            'Pulumi.prod.yaml environment: (unset) -> ["team/overrides"]',
+        ),
+        (
+            "environment:\n  values:\n    pulumiConfig:\n      kubernetes:context: other\n",
+            'Pulumi.prod.yaml environment: (unset) -> {"values": {"pulumiConfig": '
+            '{"kubernetes:context": "other"}}}',
+        ),
+        (
+            "secretsprovider: awskms://alias/other\n",
+            "Pulumi.prod.yaml secretsprovider: (unset) -> awskms://alias/other",
+        ),
+    ],
+)
+def test_stack_file_keys_outside_config_need_the_owners(repo, capsys, top, fact):
+    """An ESC `environment` feeds config to `pulumi up` that no judge sees; the key itself is
+    the envelope, even in a plain 5 -> 20 step."""
+    head(repo, ascendWeight="20")
+    prepend(repo, "prod", top)
+    code, out, err = preview(repo, capsys)
+    assert code == 1
+    assert failed_policies(err) == {ENVELOPE}
+    assert f"  {fact}" in out
+
+
+def test_an_environment_the_base_already_imports_is_no_change(repo, capsys):
+    prepend(repo, "prod", "environment:\n  - team/prod\n")
+    commit(repo, "the owners: prod imports team/prod")
+    head(repo, ascendWeight="20")
+    code, out, err = preview(repo, capsys)
+    assert code == 0, out + err
+    assert "Safety envelope: unchanged (a migration step only)" in out
+
+
 # ------------------------------------------------------------- 4. process
 
 
@@ -269,6 +313,29 @@ def test_an_approved_ladder_takes_effect_in_the_next_pr(repo, capsys):
     assert "Safety envelope: unchanged (a migration step only)" in out
 
 
+@pytest.mark.parametrize("stack", ["prod", "staging"])
+def test_two_stacks_raised_in_one_pr_need_the_owners(repo, capsys, stack):
+    """prod 5 -> 20 and staging 20 -> 50 at once: each alone is a rung, together they skip
+    the data gate staging's rung gives before prod. Each stack's preview names the other."""
+    head(repo, ascendWeight="20")
+    set_config_value(repo, "staging", "ascendWeight", "50")
+    code, out, err = preview(repo, capsys, stack=stack)
+    assert code == 1
+    assert failed_policies(err) == {ENVELOPE}
+    other = "staging" if stack == "prod" else "prod"
+    assert f"  file Pulumi.{other}.yaml: at base -> modified" in out
+
+
+def test_rolling_back_every_stack_in_one_pr_passes(repo, capsys):
+    """`dualstack rollback --all` commits every stack's lower weight at once: no envelope."""
+    head(repo, ascendWeight="0")
+    set_config_value(repo, "staging", "ascendWeight", "5")
+    for stack in ("prod", "staging"):
+        code, out, err = preview(repo, capsys, stack=stack)
+        assert code == 0, out + err
+        assert "Safety envelope: unchanged (a migration step only)" in out
+
+
 # ------------------------------------------------------------- what must pass
 
 
@@ -290,13 +357,32 @@ def test_any_decrease_passes(repo, capsys, before, after):
     assert code == 0, out + err
 
 
-def test_a_decrease_is_never_blocked_by_the_envelope(repo, capsys):
+def test_an_approved_envelope_change_with_a_decrease_passes(repo, capsys):
     at(repo, 50)
     head(repo, ascendWeight="20", capacity={"totalReplicas": 6})
-    code, out, err = preview(repo, capsys)
+    code, out, err = preview(repo, capsys, "--owner-approved")
     assert code == 0, out + err
-    assert "Safety envelope: 1 change, needs the owners' approval" in out
+    assert "Safety envelope: 1 change, approved by the owners (--owner-approved)" in out
     assert f"  ok   {ENVELOPE} [mandatory]" in out
+
+
+@pytest.mark.parametrize(
+    ("keys", "extra", "fact"),
+    [
+        ({"ladder": [0, 5, 100]}, None, "ladder: [0, 5, 20, 50, 80, 100] -> [0, 5, 100]"),
+        ({"policy": {"maxStep": 100}}, None, "policy.maxStep: (unset) -> 100"),
+        ({}, {"kubernetes:context": "other-cluster"}, "kubernetes:context: (unset) -> other"),
+    ],
+)
+def test_a_decrease_does_not_carry_an_unapproved_envelope_change(repo, capsys, keys, extra, fact):
+    """20 -> 5 with the ladder widened, then 5 -> 100 on the widened base: two green PRs
+    and no owner. The decrease alone passes; with an envelope change it needs the owners."""
+    at(repo, 20)
+    write_stack(repo, "prod", {**PROD, "ascendWeight": "5", **keys}, extra)
+    code, out, err = preview(repo, capsys)
+    assert code == 1
+    assert failed_policies(err) == {ENVELOPE}
+    assert f"  FAIL {ENVELOPE} [mandatory]: {fact}" in out
 
 
 def test_an_image_rollback_to_an_earlier_verified_pair_passes(repo, capsys):
@@ -355,3 +441,82 @@ def test_an_approved_change_may_not_switch_images_either(repo, capsys):
     assert code == 1
     assert failed_policies(err) == {ENVELOPE}
     assert f"changes the ascend image {V123['ascend']} -> {V124['ascend']}" in err
+
+
+# ------------------------------------------------------------- both routers (issue 14)
+
+
+def test_the_base_judges_the_head_s_httproute(repo, capsys):
+    """Under `router: gateway-api` the head's HTTPRoute reaches the base's pack: a step passes
+    (its backends and their verified pair found through the route), a skip is refused by name."""
+    at(repo, 5, router="gateway-api")
+    head(repo, ascendWeight="20")
+    code, out, err = preview(repo, capsys)
+    assert code == 0, out + err
+    head(repo, ascendWeight="100")
+    code, _out, err = preview(repo, capsys)
+    assert code == 1
+    assert "no-unsafe-weight-jump" in failed_policies(err)
+    assert "HTTPRoute inference/inference-route" in err
+    assert "raises the Ascend weight from 5% to 100%" in err
+
+
+def test_switching_routers_is_an_envelope_change(repo, capsys):
+    at(repo, 5)
+    head(repo, router="gateway-api")
+    code, out, err = preview(repo, capsys)
+    assert code == 1
+    assert failed_policies(err) == {ENVELOPE}
+    assert "router: istio -> gateway-api" in out
+    code, out, err = preview(repo, capsys, "--owner-approved")
+    assert code == 0, out + err
+    head(repo, ascendWeight="20")
+    code, _out, err = preview(repo, capsys, "--owner-approved")
+    assert code == 1
+    assert "raises the Ascend weight from 5% to 20%" in err
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "fact"),
+    [
+        ("mirrorPercent", "10", "mirrorPercent: 0 -> 10"),
+        ("bakeTime", "1h", "bakeTime: 24h -> 1h"),
+        ("testerPinning", {"enabled": False}, "testerPinning.enabled: true -> false"),
+    ],
+)
+def test_the_shadow_rung_pins_and_bake_time_need_the_owners(repo, capsys, key, value, fact):
+    at(repo, 0)
+    head(repo, **{key: value})
+    code, out, err = preview(repo, capsys)
+    assert code == 1
+    assert failed_policies(err) == {ENVELOPE}
+    assert fact in out
+
+
+def test_leaving_the_shadow_rung_is_a_plain_step(repo, capsys):
+    at(repo, 0, mirrorPercent="10")
+    head(repo, ascendWeight="5", mirrorPercent="0")
+    code, out, err = preview(repo, capsys)
+    assert code == 0, out + err
+    assert failed_policies(err) == set()
+
+
+def test_a_rollback_carrying_a_router_switch_needs_the_owners(repo, capsys):
+    """A decrease alone is never blocked; a decrease does not carry an envelope change past the
+    owners (a router switch unapproved), and the same switch approved passes."""
+    at(repo, 20, router="gateway-api")
+    head(repo, ascendWeight="5", router="istio")
+    code, out, err = preview(repo, capsys)
+    assert code == 1
+    assert failed_policies(err) == {ENVELOPE}
+    assert "router: gateway-api -> istio" in out
+    code, out, err = preview(repo, capsys, "--owner-approved")
+    assert code == 0, out + err
+
+
+def test_a_rollback_under_gateway_api_alone_is_never_blocked(repo, capsys):
+    at(repo, 20, router="gateway-api")
+    head(repo, ascendWeight="0")
+    code, out, err = preview(repo, capsys)
+    assert code == 0, out + err
+    assert failed_policies(err) == set()

@@ -161,11 +161,14 @@ def test_commit_refuses_an_existing_branch(git_repo, capsys):
 
 
 def test_commit_only_takes_the_stack_file(git_repo):
-    (git_repo / "notes.txt").write_text("unrelated work\n")
-    git(git_repo, "add", "notes.txt")
+    # Unrelated documentation: any other file of the tree is the program, which the preview
+    # of the working tree judges as an envelope change (fail closed).
+    (git_repo / "docs").mkdir()
+    (git_repo / "docs" / "notes.md").write_text("unrelated work\n")
+    git(git_repo, "add", "docs/notes.md")
     assert dualstack(git_repo, "promote", "--stack", "prod", "--commit", *SKIP) == 0
     assert git(git_repo, "show", "--name-only", "--format=", "HEAD").split() == ["Pulumi.prod.yaml"]
-    assert git(git_repo, "status", "--porcelain").strip() == "A  notes.txt"
+    assert git(git_repo, "status", "--porcelain").strip() == "A  docs/notes.md"
 
 
 def test_body_file_is_the_printed_body(git_repo, tmp_path, capsys):

@@ -197,3 +197,15 @@ def test_the_commit_holds_only_the_rolled_back_stack_files(repo: Path) -> None:
     assert changed == ["Pulumi.prod.yaml", "Pulumi.staging.yaml"]
     assert read_config(repo, "prod")["dualstack-inference:ascendWeight"] == "5"
     assert git(repo, "status", "--porcelain").strip() == "A  scratch.txt"  # still staged
+
+
+def test_with_gateway_api_the_emergency_up_targets_the_httproute(repo: Path) -> None:
+    set_config_value(repo, "prod", "router", "gateway-api")
+    git(repo, "commit", "-qam", "prod on the Gateway API")
+    plan = tf.plan_rollback(repo, "prod", 0, clamp=False)
+    route = (
+        f"{PARENT}$dualstack:index:TrafficSplit$kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
+        "::inference-traffic-http-route"
+    )
+    targets = tf.targets_for(plan, deployed=20)
+    assert targets == [route, RULE]

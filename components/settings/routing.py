@@ -1,0 +1,162 @@
+"""Settings of the traffic routing: which router splits traffic, the shadow rung, tester pins
+and how long a rung must bake (stack config keys `router`, `gatewayApi`, `testerPinning`,
+`mirrorPercent`, `bakeTime`).
+
+Facts behind them (REFERENCE.md "Gateway API", gateway-api.sigs.k8s.io):
+- `router: gateway-api` renders an HTTPRoute (`gateway.networking.k8s.io/v1`). A parentRef to
+  a Gateway routes north-south traffic through it; a parentRef to a Service (GAMMA,
+  GEP-1426) routes mesh traffic sent to that Service. DestinationRule subsets cannot be named
+  from an HTTPRoute, so its backendRefs are the direct per-hardware Services.
+- Header names are matched case-insensitively by HTTPRoute, but Istio's VirtualService
+  header keys must be lowercase, so a pin header is a lowercase HTTP token (RFC 9110 5.6.2).
+- A mirrored request's response is discarded (Envoy `request_mirror_policies`, HTTPRoute
+  `RequestMirror`): mirroring shows Ascend production load before it serves anyone.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, model_validator
+
+from components import api_rules
+from components.settings.base import ConfigModel, api_rule
+from components.settings.scalars import Bool
+
+Router = Literal["istio", "gateway-api"]
+"""Which API splits the traffic: Istio VirtualService + DestinationRule, or an HTTPRoute."""
+
+DnsLabel = Annotated[str, api_rule(api_rules.dns1123_label)]
+DnsSubdomain = Annotated[str, api_rule(api_rules.dns1123_subdomain)]
+# A listener hostname of the Gateway API: RFC 1123, optionally a leading `*.` label.
+_HOSTNAME = r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+HeaderName = Annotated[str, Field(pattern=r"^[a-z0-9!#$%&'*+.^_`|~-]+$", max_length=256)]
+"""A lowercase HTTP field name (token)."""
+HeaderValue = Annotated[str, Field(pattern=r"^[A-Za-z0-9._~-]+$", max_length=256)]
+"""A header value that needs no quoting in any router: letters, digits and `._~-`."""
+Duration = Annotated[str, Field(pattern=r"^([0-9]+(ms|s|m|h|d|w|y))+$")]
+"""A Prometheus duration such as `30m`, `24h` or `1d12h`."""
+
+MAX_BAKE_SECONDS = 30 * 86400
+"""The longest bake time: 30 days, within a typical Prometheus retention."""
+_DURATION_PART = re.compile(r"(\d+)(ms|s|m|h|d|w|y)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+
+
+def duration_seconds(text: str) -> float:
+    """`1d12h` -> 129600.0: a Prometheus duration (checked by `Duration`) in seconds."""
+    return sum(int(n) * _UNIT_SECONDS[unit] for n, unit in _DURATION_PART.findall(text))
+
+
+class GatewayRef(ConfigModel):
+    """A Gateway API `Gateway` the HTTPRoute attaches to (a parentRef of kind Gateway)."""
+
+    name: DnsSubdomain = Field(description="Gateway name.")
+    namespace: DnsLabel | None = Field(
+        None, description="Gateway namespace; default: the stack's namespace."
+    )
+    section_name: DnsSubdomain | None = Field(
+        None, description="Listener to attach to; default: every listener that admits the route."
+    )
+
+
+class GatewayApiSettings(ConfigModel):
+    """The HTTPRoute rendered with `router: gateway-api`."""
+
+    route_name: DnsLabel = Field("inference-route", description="HTTPRoute name.")
+    mesh: Bool = Field(
+        True,
+        description="Attach to the shared Service (GAMMA): mesh clients calling it are split. "
+        "Needs a mesh that implements GAMMA (Istio sidecars, or a waypoint in ambient mode).",
+    )
+    gateways: tuple[GatewayRef, ...] = Field(
+        (), description="Gateways (north-south entry points) the route also attaches to."
+    )
+    hostnames: tuple[str, ...] = Field(
+        (),
+        description="Hostnames matched on the gateways' listeners (Host header); empty: "
+        "whatever the listener admits. Ignored for mesh traffic.",
+    )
+
+    @model_validator(mode="after")
+    def _has_a_parent(self) -> GatewayApiSettings:
+        if not self.mesh and not self.gateways:
+            raise ValueError(
+                "the HTTPRoute needs a parent: set mesh: true (mesh clients) or list gateways"
+            )
+        bad = [h for h in self.hostnames if not re.match(_HOSTNAME, h) or len(h) > 253]
+        if bad:
+            raise ValueError(f"hostnames: not RFC 1123 hostnames: {', '.join(bad)}")
+        return self
+
+
+EVERY_REQUEST_HEADERS = frozenset(
+    {
+        "host",
+        "user-agent",
+        "accept",
+        "accept-encoding",
+        "accept-language",
+        "authorization",
+        "connection",
+        "content-length",
+        "content-type",
+        "cookie",
+        "te",
+        "x-request-id",
+    }
+)
+"""Headers ordinary clients (or the proxies on the way) send: never a pin header."""
+
+
+class TesterPinningSettings(ConfigModel):
+    """Requests carrying `header: <value>` go to that hardware whatever the weight: a match
+    rule ahead of the weighted route, in either router (smoke tests, precision checks through
+    the mesh)."""
+
+    enabled: Bool = Field(True, description="Render the two pin rules.")
+    header: HeaderName = Field(
+        "x-dualstack-hardware", description="Request header that pins a request (lowercase)."
+    )
+    nvidia: HeaderValue = Field("nvidia", description="Header value that pins to NVIDIA.")
+    ascend: HeaderValue = Field("ascend", description="Header value that pins to Ascend.")
+
+    @model_validator(mode="after")
+    def _distinct_values(self) -> TesterPinningSettings:
+        if self.header in EVERY_REQUEST_HEADERS or self.header.startswith("x-forwarded-"):
+            raise ValueError(
+                f"header {self.header!r} is one most requests carry: a pin must match only "
+                "testers' requests; use a header of your own, e.g. x-dualstack-hardware"
+            )
+        if self.nvidia == self.ascend:
+            raise ValueError(f"nvidia and ascend pin the same value {self.ascend!r}")
+        return self
+
+    def value(self, hardware: str) -> str:
+        """The header value that pins to `hardware` (`nvidia` | `ascend`)."""
+        return self.nvidia if hardware == "nvidia" else self.ascend
+
+
+def mirror_problem(mirror_percent: int, ascend_weight: int | None) -> str | None:
+    """Why `mirrorPercent` cannot be used at `ascendWeight`, or None.
+
+    Mirroring is the shadow rung before the first step: allowed only at weight 0, where
+    Ascend serves no one and its mirrored responses are discarded.
+    """
+    if mirror_percent and ascend_weight:
+        return (
+            f"mirroring is allowed only at ascendWeight 0 (the shadow rung), not at "
+            f"{ascend_weight}; set mirrorPercent to 0"
+        )
+    return None
+
+
+def _bake_bounded(bake_time: str) -> str:
+    if duration_seconds(bake_time) > MAX_BAKE_SECONDS:
+        raise ValueError("must be at most 30d (Prometheus must still hold the whole bake window)")
+    return bake_time
+
+
+BakeTime = Annotated[Duration, AfterValidator(_bake_bounded)]
+"""`bakeTime`: a Prometheus duration of at most 30 days; `0s` asks for no bake."""

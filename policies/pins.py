@@ -1,0 +1,136 @@
+"""Tester pins: the one kind of route the Ascend share leaves out, recognised precisely.
+
+The program renders, ahead of the weighted split, one rule per backend that sends requests
+carrying the header `testerPinning.header` with that backend's value (`x-dualstack-hardware:
+ascend`) to that backend whatever the weight: testers reach one backend through the real
+route. Such a rule sends 100% of ITS requests to Ascend, which the worst-case share would read
+as "Ascend at 100%". So a rule is a pin, and left out of the share, only when all of this holds:
+
+- it is an HTTP rule whose match is exactly one header condition: VirtualService
+  `match: [{headers: {<header>: {exact: <value>}}}]`, HTTPRoute
+  `matches: [{headers: [{name: <header>, value: <value>, type: Exact}]}]` (a path of
+  PathPrefix `/`, the default, may be given), nothing else (no other header, no query, no
+  method, no regex, no prefix);
+- `<header>` is the configured one (the HTTPRoute compares names case-insensitively, as the
+  Gateway API does; Istio keys are lowercase) and `<value>` the configured value of one
+  hardware;
+- the rule has exactly one destination, reaching only that hardware's pods (Ascend pins: only
+  Ascend workloads; NVIDIA pins: no Ascend workload), with nothing else on the rule (no
+  mirror, rewrite, redirect, filter, fault, timeout);
+- config `testerPinning` names the header and values. `dualstack policy-config` takes them
+  from the BASE stack config, so a change cannot declare its own catch-all a pin.
+
+Anything else, including a header route that almost matches, is judged as the route it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from policies.common import (
+    DEFAULT_PINNING,
+    ConfigError,
+    as_int,
+    config_value,
+    mapping,
+    sequence,
+)
+
+_VS_RULE_KEYS = frozenset({"name", "match", "route"})
+_ROUTE_RULE_KEYS = frozenset({"name", "matches", "backendRefs"})
+_VS_DESTINATION_KEYS = frozenset({"destination", "weight"})
+_BACKEND_KEYS = frozenset({"group", "kind", "name", "namespace", "port", "weight"})
+
+
+def config_pinning(config: Mapping[str, Any]) -> dict[str, str]:
+    """Config `testerPinning` as {header, nvidia, ascend}. Raises ConfigError unless each is a
+    non-empty string and the two values differ."""
+    raw = config_value(config, "testerPinning", DEFAULT_PINNING)
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"testerPinning = {raw!r} is not a mapping of header, nvidia, ascend")
+    found = {key: raw.get(key, DEFAULT_PINNING[key]) for key in DEFAULT_PINNING}
+    if not all(isinstance(v, str) and v for v in found.values()):
+        raise ConfigError(f"testerPinning = {dict(raw)!r}: header, nvidia, ascend must be text")
+    if found["nvidia"] == found["ascend"]:
+        raise ConfigError(f"testerPinning: nvidia and ascend are both {found['ascend']!r}")
+    return found
+
+
+def _one(value: Any) -> Mapping[str, Any] | None:
+    items = sequence(value)
+    return mapping(items[0]) if len(items) == 1 and isinstance(items[0], Mapping) else None
+
+
+def _virtual_service_value(entry: Mapping[str, Any], header: str) -> str | None:
+    """The pinned value of a VirtualService http entry, or None when it is not a pin rule."""
+    if set(entry) - _VS_RULE_KEYS:
+        return None
+    match = _one(entry.get("match"))
+    destinations = sequence(entry.get("route"))
+    if match is None or set(match) != {"headers"} or len(destinations) != 1:
+        return None
+    destination = mapping(destinations[0])
+    if set(destination) - _VS_DESTINATION_KEYS:
+        return None
+    weight = destination.get("weight")
+    if weight is not None and as_int(weight) != 100:
+        return None
+    headers = mapping(match.get("headers"))
+    condition = mapping(headers.get(header))
+    if set(headers) != {header} or set(condition) != {"exact"}:
+        return None
+    value = condition.get("exact")
+    return value if isinstance(value, str) else None
+
+
+def _http_route_value(rule: Mapping[str, Any], header: str) -> str | None:
+    """The pinned value of an HTTPRoute rule, or None when it is not a pin rule."""
+    if set(rule) - _ROUTE_RULE_KEYS:
+        return None
+    match = _one(rule.get("matches"))
+    refs = sequence(rule.get("backendRefs"))
+    if match is None or set(match) - {"headers", "path"} or len(refs) != 1:
+        return None
+    path = match.get("path")
+    if path is not None and dict(mapping(path)) != {"type": "PathPrefix", "value": "/"}:
+        return None
+    ref = mapping(refs[0])
+    if set(ref) - _BACKEND_KEYS:
+        return None
+    weight = ref.get("weight")
+    if weight is not None and not (as_int(weight) or 0) > 0:
+        return None  # a lone backend of weight 0 gets nothing
+    condition = _one(match.get("headers"))
+    if condition is None or set(condition) - {"name", "value", "type"}:
+        return None
+    if condition.get("type", "Exact") != "Exact":
+        return None
+    name, value = condition.get("name"), condition.get("value")
+    if not isinstance(name, str) or name.lower() != header.lower():
+        return None
+    return value if isinstance(value, str) else None
+
+
+def pinned_hardware(kind: str, entry: Mapping[str, Any], pinning: Mapping[str, str]) -> str | None:
+    """`nvidia` / `ascend` when the route entry (`kind` VirtualService: an `http` entry;
+    HTTPRoute: a rule) has the shape of a pin for that hardware's value; None otherwise. The
+    caller still checks where its one destination goes."""
+    header = pinning["header"]
+    if kind == "HTTPRoute":
+        value = _http_route_value(entry, header)
+    else:
+        value = _virtual_service_value(entry, header)
+    for hardware in ("nvidia", "ascend"):
+        if value is not None and value == pinning[hardware]:
+            return hardware
+    return None
+
+
+def reaches_only(hardware: str, workload_urns: Sequence[str], ascend_urns: frozenset[str]) -> bool:
+    """True when a pin's destination reaches some pods, all of `hardware`: all Ascend for an
+    Ascend pin, none Ascend for an NVIDIA pin."""
+    if not workload_urns:
+        return False
+    ascend = [urn in ascend_urns for urn in workload_urns]
+    return all(ascend) if hardware == "ascend" else not any(ascend)

@@ -1,0 +1,364 @@
+"""Did the split land, and did the rung bake? The gate against a real Prometheus over a
+backfilled day and a half of recorded series, one namespace per scenario.
+
+The recorded weight (and mirror) are what the deployed PrometheusRule would write; request
+rates are per-backend `hardware:inference_requests:rate5m`. Queries run at END, inside the
+data; the default bakeTime is 24h and the gate's window 30m.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components.monitoring.metric_names import (
+    ASCEND_MIRROR,
+    ASCEND_WEIGHT,
+    ERROR_RATIO,
+    LATENCY_P99,
+    REQUEST_RATE,
+)
+from components.settings import PROJECT
+from dualstack.cli import main
+from tests.conftest import git
+from tests.support.prometheus_server import Series, prometheus_over
+
+END = 1_700_200_020  # a whole minute
+START = END - 30 * 3600
+IMAGE = "registry/inference-service:v1.2.3-npu"
+HOUR = 3600
+
+
+def steps(*spans: tuple[float, float]) -> list[tuple[float, float]]:
+    """One sample a minute from START to END: `spans` are (from time, value), latest last."""
+    samples = []
+    for i in range(int((END - START) // 60) + 1):
+        at = START + i * 60
+        value = [v for since, v in spans if at >= since][-1]
+        samples.append((at, value))
+    return samples
+
+
+def rates(ascend_share: list[tuple[float, float]], total: float = 10.0):
+    """(nvidia, ascend) rate spans for an Ascend share over time, `total` req/s."""
+    return (
+        [(t, total * (1 - share)) for t, share in ascend_share],
+        [(t, total * share) for t, share in ascend_share],
+    )
+
+
+# namespace: recorded weight spans, recorded mirror spans (None: not recorded), Ascend share
+# of counted requests over time (None: no Ascend series at all), Ascend 5xx ratio.
+SCENARIOS = {
+    "landed": ([(START, 0.2)], None, [(START, 0.2)], 0.004),
+    "never-landed": ([(START, 0.2)], None, [(START, 0.0)], 0.004),
+    "never-landed-absent": ([(START, 0.2)], None, None, 0.004),
+    "changed": (
+        [(START, 0.05), (END - 600, 0.2)],
+        None,
+        [(START, 0.05), (END - 600, 0.2)],
+        0.004,
+    ),
+    "recent": (
+        [(START, 0.05), (END - 6 * HOUR, 0.2)],
+        None,
+        [(START, 0.05), (END - 6 * HOUR, 0.2)],
+        0.004,
+    ),
+    "decrease": ([(START, 0.2), (END - HOUR, 0.5)], None, [(START, 0.2), (END - HOUR, 0.5)], 0.004),
+    # The shadow rung: weight 0, 10% mirrored; Ascend counts the copies: 1 per 10 originals.
+    "mirror": ([(START, 0.0)], [(START, 0.1)], [(START, 1 / 11)], 0.004),
+    "mirror-errors": ([(START, 0.0)], [(START, 0.1)], [(START, 1 / 11)], 0.08),
+    "mirror-recent": (
+        [(START, 0.0)],
+        [(START, 0.0), (END - 2 * HOUR, 0.1)],
+        [(START, 0.0), (END - 2 * HOUR, 1 / 11)],
+        0.004,
+    ),
+}
+WEIGHTS = {  # what each stack file says
+    "landed": 20,
+    "never-landed": 20,
+    "never-landed-absent": 20,
+    "changed": 20,
+    "recent": 20,
+    "decrease": 20,  # a pull request lowering the deployed 50% to 20%
+    "mirror": 0,
+    "mirror-errors": 0,
+    "mirror-recent": 0,
+    "no-data": 20,
+}
+
+
+def history() -> list[Series]:
+    series = []
+    for namespace, (weight, mirror, share, errors) in SCENARIOS.items():
+        ascend_labels = {"hardware": "ascend", "namespace": namespace}
+        series.append(Series(ASCEND_WEIGHT, ascend_labels, steps(*weight)))
+        if mirror is not None:
+            series.append(Series(ASCEND_MIRROR, ascend_labels, steps(*mirror)))
+        nvidia_rate, ascend_rate = rates(share or [(START, 0.0)])
+        sides = {"nvidia": (nvidia_rate, 0.002, 0.8)}
+        if share is not None:
+            sides["ascend"] = (ascend_rate, errors, 1.0)
+        for hardware, (rate, error_ratio, p99) in sides.items():
+            labels = {"hardware": hardware, "namespace": namespace}
+            series.append(Series(REQUEST_RATE, labels, steps(*rate)))
+            series.append(Series(ERROR_RATIO, labels, steps((START, error_ratio))))
+            series.append(Series(LATENCY_P99, labels, steps((START, p99))))
+    return series
+
+
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory) -> str:
+    with prometheus_over(history(), tmp_path_factory.mktemp("prometheus")) as url:
+        yield url
+
+
+def write_stack(root: Path, namespace: str, **extra) -> None:
+    config = {
+        f"{PROJECT}:ascendWeight": str(WEIGHTS[namespace]),
+        f"{PROJECT}:namespace": namespace,
+        f"{PROJECT}:verifiedAscendImage": IMAGE,
+        **{f"{PROJECT}:{key}": value for key, value in extra.items()},
+    }
+    if namespace.startswith("mirror"):
+        config[f"{PROJECT}:mirrorPercent"] = "10"
+    (root / f"Pulumi.{namespace}.yaml").write_text(yaml.safe_dump({"config": config}))
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "Pulumi.yaml").write_text(f"name: {PROJECT}\nruntime: python\n")
+    for namespace in WEIGHTS:
+        write_stack(tmp_path, namespace)
+    return tmp_path
+
+
+def gate(project: Path, url: str, stack: str, *extra: str) -> int:
+    argv = ["-C", str(project), "gate", "--stack", stack, "--prometheus", url, "--at", str(END)]
+    return main([*argv, *extra])
+
+
+def lines(out: str) -> dict[str, str]:
+    """{criterion title: "STATUS: detail"} from the report's detail lines."""
+    titles = (
+        "Requests in window",
+        "5xx error ratio",
+        "p99 latency",
+        "Split landed",
+        "Bake time",
+        "Precision check",
+    )
+    return {
+        title: line.removeprefix(f"{title}: ")
+        for line in out.splitlines()
+        for title in titles
+        if line.startswith(f"{title}: ")
+    }
+
+
+def rows(out: str) -> dict[str, list[str]]:
+    """{criterion title: the table's cells after the title} from the terminal table."""
+    found = {}
+    for line in out.splitlines():
+        for title in ("Split landed", "Bake time"):
+            if line.startswith(title + "  "):
+                found[title] = line[len(title) :].split()
+    return found
+
+
+def test_a_landed_split_that_baked_passes(project, prometheus, capsys):
+    assert gate(project, prometheus, "landed") == 0
+    out = capsys.readouterr().out
+    found = lines(out)
+    assert found["Split landed"] == (
+        "PASS: observed 20.00% of requests on Ascend, expected 20.00% at the recorded rung 20%"
+    )
+    assert found["Bake time"] == "PASS: held for the whole 24h with 864,000 requests"
+    assert rows(out)["Split landed"][:3] == ["PASS", "20.00%", "80.00%"]
+    assert "Note: Judged step: 20% -> 50%." in out
+
+
+@pytest.mark.parametrize("stack", ["never-landed", "never-landed-absent"])
+def test_a_split_that_never_landed_fails_with_observed_and_expected(
+    project, prometheus, capsys, stack
+):
+    """Weight 20% recorded for a day, no request on Ascend (a flat 0, or no series at all)."""
+    assert gate(project, prometheus, stack) == 1
+    out = capsys.readouterr().out
+    assert lines(out)["Split landed"].startswith(
+        "FAIL: observed 0.00% of requests on Ascend, expected 20.00% at the recorded rung 20% "
+        "(+/- 5.00 pp): the configured split did not land"
+    )
+    assert rows(out)["Split landed"] == ["FAIL", "0.00%", "100.00%", "20.00%", "+/-", "5.00", "pp"]
+    assert "FAILED" in out
+
+
+def test_a_weight_change_inside_the_window_is_judged_on_neither_rung(project, prometheus, capsys):
+    assert gate(project, prometheus, "changed") == 1
+    found = lines(capsys.readouterr().out)
+    assert found["Split landed"] == (
+        "NO_DATA: the recorded weight moved between 5% and 20% inside the window: the data "
+        "mixes two rungs; judge a window that starts after the change"
+    )
+    assert found["Bake time"] == (
+        "FAIL: the recorded rung is 20% only for the last 10m 0s; the bake time is 24h: "
+        "23h 50m left"
+    )
+
+
+def test_a_bake_window_that_started_too_recently_fails(project, prometheus, capsys):
+    assert gate(project, prometheus, "recent") == 1
+    out = capsys.readouterr().out
+    found = lines(out)
+    assert found["Split landed"].startswith("PASS: observed 20.00%")
+    assert found["Bake time"] == (
+        "FAIL: the recorded rung is 20% only for the last 6h 0m; the bake time is 24h: 18h 0m left"
+    )
+    assert rows(out)["Bake time"][:3] == ["FAIL", "held", "6h"]
+    # The same history with a 5-hour bake time: baked.
+    write_stack(project, "recent", bakeTime="5h")
+    assert gate(project, prometheus, "recent") == 0
+    assert lines(capsys.readouterr().out)["Bake time"].startswith("PASS: held for the whole 5h")
+
+
+def test_no_data_fails_closed(project, prometheus, capsys):
+    assert gate(project, prometheus, "no-data") == 1
+    found = lines(capsys.readouterr().out)
+    assert found["Split landed"] == "NO_DATA: Ascend: no series; NVIDIA: no series"
+    assert found["Bake time"] == "NO_DATA: no recorded weight in the 24h bake window"
+    assert all(found[t].startswith("NO_DATA") for t in ("Requests in window", "5xx error ratio"))
+
+
+def test_a_decrease_passes_bake_time_regardless(project, prometheus, capsys):
+    """The deployed rules record 50% for an hour only; the stack file lowers it to 20%."""
+    assert gate(project, prometheus, "decrease") == 0
+    out = capsys.readouterr().out
+    found = lines(out)
+    assert found["Bake time"] == "PASS: no raise to hold: a decrease is never held by bake time"
+    assert found["Split landed"].startswith("PASS: observed 50.00% of requests on Ascend")
+    assert "Note: Judged step: 50% -> 20%." in out
+    assert "data taken at 50% Ascend; the stack file says 20%" in out
+
+
+def test_the_shadow_rung_is_judged_on_mirrored_traffic(project, prometheus, capsys):
+    assert gate(project, prometheus, "mirror") == 0
+    out = capsys.readouterr().out
+    found = lines(out)
+    # 10% mirrored: Ascend counts 1 copy per 10 originals NVIDIA serves, 1/11 of all counted.
+    assert found["Split landed"] == (
+        "PASS: observed 9.09% of requests on Ascend, expected 9.09% at the recorded rung 0% "
+        "with 10% mirrored"
+    )
+    # 10 req/s counted (9.09 originals on NVIDIA, 0.91 copies on Ascend) x 1,440 minutes
+    assert found["Bake time"] == "PASS: held for the whole 24h with 864,000 requests"
+    assert "(not required)" not in out  # the traffic criteria count at the shadow rung
+    assert "Ascend's numbers come from mirrored copies of 10% of the requests" in out
+    assert "It cannot conclude that the answers were right" in out
+
+
+def test_mirrored_errors_fail_the_shadow_rung(project, prometheus, tmp_path, capsys):
+    report = tmp_path / "gate.md"
+    assert gate(project, prometheus, "mirror-errors", "--markdown", str(report)) == 1
+    assert lines(capsys.readouterr().out)["5xx error ratio"].startswith("FAIL: ")
+    text = report.read_text()
+    assert "| 5xx error ratio | FAIL | 8.00% | 0.20% |" in text
+    assert "_Ascend's numbers come from mirrored copies of 10% of the requests" in text
+
+
+def test_a_mirror_switched_on_recently_has_not_baked(project, prometheus, capsys):
+    assert gate(project, prometheus, "mirror-recent") == 1
+    assert lines(capsys.readouterr().out)["Bake time"] == (
+        "FAIL: the recorded rung is 0% with 10% mirrored only for the last 2h 0m; the bake "
+        "time is 24h: 22h 0m left"
+    )
+
+
+@pytest.fixture
+def repo(project: Path) -> Path:
+    git(project, "init", "-q", "-b", "main")
+    git(project, "add", ".")
+    git(project, "commit", "-q", "-m", "stacks")
+    return project
+
+
+def test_promote_waits_for_the_bake_time_and_changes_nothing(repo, prometheus, capsys):
+    argv = ["-C", str(repo), "promote", "--stack", "recent", "--prometheus", prometheus]
+    assert main([*argv, "--at", str(END)]) == 1
+    captured = capsys.readouterr()
+    assert "error: gate FAILED: stack recent stays at 20%" in captured.err
+    assert "Bake time: FAIL: the recorded rung is 20% only for the last 6h 0m" in captured.out
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_promote_from_a_rung_that_was_never_deployed_fails_the_bake(repo, prometheus, capsys):
+    """The stack file says 20% but the rules record 50%: promote judges 20% -> 50% and the
+    recorded rung is not the one it starts from."""
+    argv = ["-C", str(repo), "promote", "--stack", "decrease", "--prometheus", prometheus]
+    assert main([*argv, "--at", str(END)]) == 1
+    assert lines(capsys.readouterr().out)["Bake time"] == (
+        "FAIL: the deployed rules record 50%, not the 20% this step starts from: deploy that "
+        "rung and let it bake"
+    )
+
+
+def test_status_shows_whether_the_split_landed_and_how_long_the_rung_held(
+    project, prometheus, capsys
+):
+    argv = ["-C", str(project), "status", "--prometheus", prometheus, "--at", str(END)]
+    assert main([*argv, "--stack", "never-landed", "--stack", "recent"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "  split         FAIL: observed 0.00% of requests on Ascend, expected 20.00% at the "
+        "recorded rung 20% (+/- 5.00 pp)"
+    ) in out
+    assert (
+        "  bake          FAIL: the recorded rung is 20% only for the last 6h 0m; the bake time "
+        "is 24h: 18h 0m left"
+    ) in out
+    assert main([*argv, "--stack", "mirror", "--json"]) == 0
+    [status] = json.loads(capsys.readouterr().out)["stacks"]
+    assert status["traffic"]["rung"] == "0% with 10% mirrored"
+    assert status["traffic"]["split"]["status"] == "PASS"
+    assert status["traffic"]["split"]["observed"] == "9.09%"
+    assert status["traffic"]["bake"]["held"] == "held >= 24h"  # proven over the bake window
+
+
+def test_status_without_an_answering_prometheus_still_shows_the_rest(project, capsys):
+    from tests.support.prometheus_server import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"
+    assert main(["-C", str(project), "status", "--stack", "landed", "--prometheus", url]) == 0
+    out = capsys.readouterr().out
+    assert "  weight        20% Ascend, 80% NVIDIA" in out
+    assert f"  split         unknown: Prometheus at {url} is unreachable: connection refused" in out
+
+
+def test_gate_json_carries_the_split_the_bake_and_the_judged_step(project, prometheus, capsys):
+    import jsonschema
+
+    from tests.conftest import REPO
+
+    argv = ["-C", str(project), "gate", "-s", "mirror", "--prometheus", prometheus]
+    assert main([*argv, "--at", str(END), "-o", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    schema = json.loads((REPO / "docs/schemas/dualstack-gate-v1.json").read_text())
+    jsonschema.validate(doc, schema)
+    (mirror,) = doc["stacks"]
+    by_key = {c["key"]: c for c in mirror["criteria"]}
+    assert [c["key"] for c in mirror["criteria"]] == [
+        "requests",
+        "error-ratio",
+        "p99-latency",
+        "split",
+        "bake",
+        "precision",
+    ]
+    assert (by_key["split"]["status"], by_key["split"]["ascend"]) == ("PASS", "9.09%")
+    assert by_key["bake"]["status"] == "PASS"
+    assert mirror["step"] == {"from": 0, "to": 5}
+    assert mirror["notes"][1].startswith("Ascend's numbers come from mirrored copies")
