@@ -19,7 +19,10 @@ from tests.support.policy_objects import (
     NVIDIA_IMAGE,
     deployment,
     good_stack,
+    route_object,
     stack_violations,
+    with_pins,
+    with_route,
 )
 from tests.support.policy_objects import find as find_hand_built
 
@@ -168,3 +171,47 @@ def test_what_a_budget_keeps(min_available, max_unavailable, pods, kept) -> None
     """Percentages are of the replicas, rounded up (the disruption controller's rule)."""
     rule = Budget("PodDisruptionBudget x", "inference", {}, min_available, max_unavailable)
     assert rule.kept(pods) == kept
+
+
+@pytest.mark.parametrize("router", ["istio", "gateway-api"])
+def test_a_tester_pin_makes_no_pod_serving(router: str) -> None:
+    """At 0% the one warm Ascend pod is reached only by the pin header: a drain fails a
+    tester's request, not a user's."""
+    stack = with_route(good_stack(0, 1, router), with_pins(route_object(router, 0), router))
+    assert stack_violations(POLICY, stack) == []
+
+
+def test_a_pin_on_another_header_than_the_configured_one_serves() -> None:
+    """The pin header comes from config `testerPinning` (the base's): a rule matching another
+    header is an ordinary route, and its pod takes traffic."""
+    stack = with_route(good_stack(0, 1), with_pins(route_object("istio", 0), "istio"))
+    config = {"testerPinning": {"header": "x-canary", "nvidia": "nvidia", "ascend": "ascend"}}
+    assert stack_violations(POLICY, stack, config) == [
+        "Deployment inference/inference-green takes traffic (VirtualService "
+        "inference/inference-vs route 'pin-ascend' sends it 100%) with 1 replica: a node drain "
+        "evicts it and the subset has no ready pod (503) until a new one has loaded its "
+        "model; run at least 2 replicas while it serves"
+    ]
+
+
+def test_one_serving_ascend_pod_behind_an_http_route_is_refused() -> None:
+    assert stack_violations(POLICY, good_stack(5, 1, "gateway-api")) == [
+        "Deployment inference/inference-green takes traffic (HTTPRoute "
+        "inference/inference-route route 'split' sends it 5%) with 1 replica: a node drain "
+        "evicts it and the subset has no ready pod (503) until a new one has loaded its "
+        "model; run at least 2 replicas while it serves"
+    ]
+
+
+def test_the_example_fleet_under_gateway_api_keeps_a_ready_pod_and_names_each_route() -> None:
+    config = {**fleet_config(), **cfg(router="gateway-api")}
+    fleet, objects = render_fleet(config, "fleet")
+    routes = sorted(o["metadata"]["name"] for o in objects if o["kind"] == "HTTPRoute")
+    assert routes == ["chat-route", "embedder-route", "reranker-route"]
+    assert [o for o in objects if o["kind"] == "VirtualService"] == []
+    weights = {s.name: s.ascend_weight for s in fleet}
+    config = pack_config(fleet, weights, fleet, objects, envelope=())
+    results = {r.policy: r for r in run_policies(objects, config, "fleet")}
+    assert (results[POLICY].outcome, results[POLICY].message) == ("pass", "")
+    failed = sorted(p for p, r in results.items() if r.outcome == "fail")
+    assert failed == []

@@ -89,6 +89,29 @@ def test_stack_level_weight_names_and_evidence_are_refused_in_a_fleet() -> None:
     ]
 
 
+def test_a_members_rung_its_route_and_the_fleets_pin_header() -> None:
+    """The shadow rung is a member's own (`mirrorPercent` with its weight); the HTTPRoute is
+    named after the member; the tester-pin header is one for the fleet."""
+    services = {
+        "chat": {"ascendWeight": 0, "mirrorPercent": 10},
+        "embedder": {"ascendWeight": 20},
+    }
+    fleet = load_fleet(cfg(services=services, router="gateway-api"))
+    rows = [(s.name, s.mirror_percent, s.gateway_api.route_name) for s in fleet]
+    assert rows == [("chat", 10, "chat-route"), ("embedder", 0, "embedder-route")]
+    with pytest.raises(SettingsError) as caught:
+        load_fleet(_fleet(mirrorPercent="10", gatewayApi={"routeName": "r"}))
+    assert str(caught.value).splitlines() == [
+        "dualstack-inference:mirrorPercent = '10': with `services`, every service has its own; "
+        "set services.<name>.mirrorPercent instead",
+        "dualstack-inference:gatewayApi.routeName = 'r': with `services`, each service's "
+        "objects are named after it; remove it",
+    ]
+    pinned = {"ascendWeight": 0, "testerPinning": {"header": "x-a"}}
+    with pytest.raises(SettingsError, match=r"services\.chat\.testerPinning = .*the fleet shares"):
+        load_fleet(cfg(services={"chat": pinned}))
+
+
 def test_a_bad_stack_level_key_is_named_once_at_the_stack_level() -> None:
     with pytest.raises(SettingsError) as caught:
         load_fleet(_fleet(capacity={"headroom": 9}))
