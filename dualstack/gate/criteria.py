@@ -473,5 +473,5 @@ def evaluate(
         criteria,
         recorded,
         bounds,
-        settings.member,
+        service=settings.member,
     )

@@ -246,10 +246,12 @@ def test_verify_precision_records_the_members_pair(repo, capsys):
 # --- gate and preview -----------------------------------------------------------------------
 
 
-def test_gate_of_a_fleet_needs_the_service(repo, capsys):
-    argv = ["gate", "-s", "fleet", "--prometheus", "http://127.0.0.1:9"]
+def test_gate_of_an_unknown_service_lists_the_fleet(repo, capsys):
+    argv = ["gate", "-s", "fleet", "--service", "chatt", "--prometheus", "http://127.0.0.1:9"]
     assert run(repo, *argv) == 2
-    assert "pass --service NAME" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        "error: --service 'chatt': no such service; this stack holds chat, embedder, reranker\n"
+    )
 
 
 def test_preview_without_a_service_previews_every_service(repo, capsys):

@@ -12,6 +12,8 @@ two services in one namespace: each service's gate (`--service`) judges its own 
 
 from __future__ import annotations
 
+import json
+
 import shutil
 import subprocess
 from dataclasses import dataclass, replace
@@ -143,6 +145,7 @@ def fleet_config() -> dict:
     member = {"ascendWeight": 20, "verifiedAscendImage": IMAGE}
     return {
         f"{PROJECT}:namespace": FLEET,
+        f"{PROJECT}:bakeTime": "1h",  # inherited by both; the history holds 2 h of 20%
         f"{PROJECT}:services": {name: dict(member) for name in FLEET_SERVICES},
     }
 
@@ -331,3 +334,18 @@ def test_each_service_of_a_fleet_is_gated_on_its_own_series(
     assert gate(project, prometheus, FLEET, report, "--service", "embedder") == 1
     assert results(report)["5xx error ratio"] == "FAIL"
     assert "| 5xx error ratio | FAIL | 5.00% | 0.50% |" in report.read_text()
+
+
+def test_a_fleet_without_service_judges_every_service_on_its_own(
+    project, prometheus, tmp_path, capsys
+) -> None:
+    """What the pull-request pipeline runs (`gate --stack S`): one report per service; the
+    fleet fails because embedder does, and chat's report still passes."""
+    report = tmp_path / "fleet.md"
+    assert gate(project, prometheus, FLEET, report, "-o", "json") == 1
+    doc = json.loads(capsys.readouterr().out)
+    verdicts = {(s["stack"], s["service"]): s["passed"] for s in doc["stacks"]}
+    assert verdicts == {(FLEET, "chat"): True, (FLEET, "embedder"): False}
+    text = report.read_text()
+    assert "### Promotion gate: PASSED\n\nStack `e2e-fleet`, service `chat` " in text
+    assert "### Promotion gate: FAILED\n\nStack `e2e-fleet`, service `embedder` " in text
