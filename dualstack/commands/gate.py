@@ -34,8 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "passes. Without -s, every stack is judged; a fleet stack's service is named with "
         "--service (its series carry the `service` label), without it every service of the "
         "fleet is judged on its own. Exit 0 when every required criterion of every stack "
-        "(every judged service) passes, 1 otherwise, 2 when Prometheus is unreachable or answers with "
-        "something that is not a query result.",
+        "(every judged service) passes, 1 otherwise, 2 when Prometheus is unreachable or "
+        "answers with something that is not a query result.",
     )
     add_stack_argument(parser, many=True)
     add_service_argument(parser)

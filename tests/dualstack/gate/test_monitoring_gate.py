@@ -13,7 +13,6 @@ two services in one namespace: each service's gate (`--service`) judges its own 
 from __future__ import annotations
 
 import json
-
 import shutil
 import subprocess
 from dataclasses import dataclass, replace
