@@ -8,8 +8,8 @@ STACK ?= prod
 LOCK_FLAGS := --quiet --generate-hashes --allow-unsafe --strip-extras --all-build-deps \
 	--no-emit-index-url --no-emit-find-links
 
-.PHONY: venv lock preview render test lint format bench completion tools checkov mutate \
-	mutate-changed clean
+.PHONY: venv lock preview render test lint format bench completion tools checkov example \
+	mutate mutate-changed clean
 CHECKOV := .ci/checkov-venv/bin/checkov
 STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 
@@ -44,15 +44,23 @@ tools:
 test: venv tools
 	$(PY) -m pytest -q
 	$(MAKE) --no-print-directory checkov
+	$(MAKE) --no-print-directory example
 
-## checkov (.checkov.yaml) over the render of every committed stack: no failure outside the
-## config's justified skips.
+## checkov (.checkov.yaml) over the render of every committed stack and of the example fleet
+## (examples/fleet): no failure outside the config's justified skips.
 checkov: venv tools
 	rm -rf out/checkov
 	for stack in $(STACKS); do \
 	  $(PY) -m dualstack render --stack $$stack --output out/checkov/$$stack >/dev/null || exit 2; \
 	done
+	$(PY) -m dualstack -C examples/fleet render --stack fleet --output out/checkov/example-fleet \
+	  >/dev/null || exit 2
 	$(CHECKOV) --config-file .checkov.yaml --quiet -d out/checkov
+
+## The example fleet stack rendered and previewed offline, every policy judging it (exit 1 on
+## a mandatory violation): .ci/example-fleet, output in out/example-fleet.
+example: venv
+	PY=$(PY) bash .ci/example-fleet out/example-fleet
 
 lint: venv
 	$(PY) -m ruff check .
@@ -83,4 +91,5 @@ mutate-changed: venv tools
 
 clean:
 	rm -rf $(VENV) .ci/checkov-venv .pytest_cache .benchmarks build *.egg-info out/checkov \
+		out/example-fleet \
 		completion mutants

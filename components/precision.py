@@ -68,6 +68,16 @@ def backend_url(settings: Settings, hardware: Hardware) -> str:
     return f"http://{host}:{settings.service.port}"
 
 
+def push_labels(settings: Settings) -> tuple[str, ...]:
+    """The Pushgateway grouping labels of the Job's result: `namespace=<ns>`, and for a fleet
+    member also `service=<name>` (the services of one namespace push to their own groups; the
+    gate and the alerts select by the same labels, `components.monitoring.rules.scope_labels`)."""
+    labels = [f"namespace={settings.namespace}"]
+    if settings.member is not None:
+        labels.append(f"service={settings.member}")
+    return tuple(labels)
+
+
 def check_options(settings: Settings) -> checker.Options:
     """What the Job checks: both direct Services, the stack's check settings and images."""
     check = settings.precision_check
@@ -78,7 +88,7 @@ def check_options(settings: Settings) -> checker.Options:
         nvidia_image=settings.nvidia.image,
         ascend_image=settings.ascend.image,
         pushgateway=check.pushgateway_url,
-        push_labels=(f"namespace={settings.namespace}",) if check.pushgateway_url else (),
+        push_labels=push_labels(settings) if check.pushgateway_url else (),
         **check.check_fields(),
     )
 

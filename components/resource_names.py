@@ -43,6 +43,13 @@ def child(parent: str, role: str) -> str:
     return f"{parent}-{role}"
 
 
+def service_prefix(member: str | None, top: str = TOP_NAME) -> str:
+    """The name every component of one service starts with: the top component's name for the
+    single implicit service (`inference`, unchanged since one stack held one service), else
+    `<top>-<member>` (`inference-chat`) for a fleet member (`services.chat`)."""
+    return top if member is None else child(top, member)
+
+
 def pool(parent: str, hardware: str) -> str:
     """The node-pool component of one hardware: `inference-nvidia-pool`."""
     return child(parent, f"{hardware}-pool")

@@ -9,52 +9,90 @@ import pulumi
 import pulumi.runtime.config as pulumi_config
 
 from components import resource_names as names
-from components.monitoring.component import UnifiedMonitoring
+from components.monitoring.component import UnifiedMonitoring, register_fleet_dashboard
 from components.node_pools import AcceleratorNodePool
 from components.precision import PrecisionCheck
-from components.settings import HARDWARE, PROJECT, Settings, SettingsError, load_settings
+from components.settings import (
+    HARDWARE,
+    PROJECT,
+    Fleet,
+    Settings,
+    SettingsError,
+    load_fleet,
+)
 from components.traffic import TrafficSplit
 from components.workloads import InferenceWorkload
 
 
-class DualStackInference(pulumi.ComponentResource):
-    """One inference service on NVIDIA and Ascend: both node pools, both workloads and the
-    weighted traffic split between them."""
+class ServiceComponents:
+    """The components of one service of the fleet, registered under the top component: both
+    workloads, the traffic split, the precision check and the monitoring. Their names start
+    with `resource_names.service_prefix(settings.member, name)` (`name` the top component's),
+    so the single implicit service keeps
+    the names (and URNs) it had before fleets existed."""
 
     def __init__(
-        self, name: str, settings: Settings, opts: pulumi.ResourceOptions | None = None
+        self,
+        parent: pulumi.ComponentResource,
+        name: str,
+        settings: Settings,
+        pools: dict[str, AcceleratorNodePool],
     ) -> None:
-        super().__init__(names.STACK_TYPE, name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        self.pools = {
-            hw: AcceleratorNodePool(names.pool(name, hw), settings.hardware(hw).pool, child)
-            for hw in HARDWARE
-        }
+        prefix = names.service_prefix(settings.member, name)
+        child = pulumi.ResourceOptions(parent=parent)
+        self.settings = settings
         # Workloads wait for their pool's labels and taints, or the pods would stay Pending.
         self.workloads = {
             hw: InferenceWorkload(
-                names.child(name, hw),
+                names.child(prefix, hw),
                 settings,
                 hw,
-                pulumi.ResourceOptions(parent=self, depends_on=[self.pools[hw]]),
+                pulumi.ResourceOptions(parent=parent, depends_on=[pools[hw]]),
             )
             for hw in HARDWARE
         }
-        self.traffic = TrafficSplit(
-            names.child(name, names.TRAFFIC),
-            settings,
-            pulumi.ResourceOptions(parent=self, depends_on=list(self.workloads.values())),
+        after_workloads = pulumi.ResourceOptions(
+            parent=parent, depends_on=list(self.workloads.values())
         )
+        self.traffic = TrafficSplit(names.child(prefix, names.TRAFFIC), settings, after_workloads)
         if settings.precision_check.enabled:  # calls both direct Services, so after them
             self.precision = PrecisionCheck(
-                names.child(name, names.PRECISION),
-                settings,
-                pulumi.ResourceOptions(parent=self, depends_on=list(self.workloads.values())),
+                names.child(prefix, names.PRECISION), settings, after_workloads
             )
         if settings.monitoring.enabled:
             self.monitoring = UnifiedMonitoring(
-                names.child(name, names.MONITORING), settings, child
+                names.child(prefix, names.MONITORING), settings, child
             )
+
+
+class DualStackInference(pulumi.ComponentResource):
+    """The fleet's inference services on NVIDIA and Ascend: both node pools once, and per
+    service both workloads and the weighted traffic split between them.
+
+    `fleet` is a `Fleet`, or one service's `Settings` (a fleet of one)."""
+
+    def __init__(
+        self, name: str, fleet: Fleet | Settings, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__(names.STACK_TYPE, name, None, opts)
+        if isinstance(fleet, Settings):
+            fleet = Fleet({fleet.name: fleet}, declared=fleet.member is not None)
+        child = pulumi.ResourceOptions(parent=self)
+        shared = fleet.first  # the pools are the stack's: equal in every member
+        self.pools = {
+            hw: AcceleratorNodePool(names.pool(name, hw), shared.hardware(hw).pool, child)
+            for hw in HARDWARE
+        }
+        self.services = {
+            service.name: ServiceComponents(self, name, service, self.pools) for service in fleet
+        }
+        monitoring = shared.monitoring
+        if fleet.declared and monitoring.enabled and monitoring.dashboard.enabled:
+            # One dashboard for the fleet, a `service` variable choosing whose series it shows.
+            dashboard = names.child(names.child(name, names.MONITORING), names.DASHBOARD)
+            register_fleet_dashboard(dashboard, shared, fleet.names, child)
+        only = next(iter(self.services.values()))
+        self.workloads, self.traffic = only.workloads, only.traffic
         self.register_outputs({})
 
 
@@ -63,8 +101,9 @@ def stack_config() -> dict[str, Any]:
     return {**pulumi_config.get_config_env(), **pulumi_config.CONFIG.get()}
 
 
-def exports(settings: Settings, stack: DualStackInference) -> dict[str, Any]:
-    """The stack outputs a reviewer and the tooling read (`pulumi stack output ascendWeight`)."""
+def service_exports(service: ServiceComponents) -> dict[str, Any]:
+    """One service's outputs: its weight, ladder position, verification, objects and pods."""
+    settings = service.settings
     return {
         "ascendWeight": settings.ascend_weight,
         "ladderPosition": f"{settings.ladder_position}/{len(settings.ladder) - 1}",
@@ -72,12 +111,26 @@ def exports(settings: Settings, stack: DualStackInference) -> dict[str, Any]:
         "ascendImageVerified": settings.ascend_image_verified,
         "namespace": settings.namespace,
         "router": settings.router,
-        "virtualService": stack.traffic.virtual_service_name,
-        "httpRoute": stack.traffic.http_route_name,
-        "routeWeights": stack.traffic.weights,
-        "replicas": {hw: stack.workloads[hw].replicas for hw in HARDWARE},
-        "deployments": {hw: stack.workloads[hw].deployment_name for hw in HARDWARE},
-        "directServices": {hw: stack.workloads[hw].direct_service_name for hw in HARDWARE},
+        "virtualService": service.traffic.virtual_service_name,
+        "httpRoute": service.traffic.http_route_name,
+        "routeWeights": service.traffic.weights,
+        "replicas": {hw: service.workloads[hw].replicas for hw in HARDWARE},
+        "deployments": {hw: service.workloads[hw].deployment_name for hw in HARDWARE},
+        "directServices": {hw: service.workloads[hw].direct_service_name for hw in HARDWARE},
+    }
+
+
+def exports(fleet: Fleet | Settings, stack: DualStackInference) -> dict[str, Any]:
+    """The stack outputs a reviewer and the tooling read: the single service's at the top
+    (`pulumi stack output ascendWeight`), or a fleet's as `services` ({name: the same keys}:
+    `pulumi stack output services --json`) beside `namespace`."""
+    declared = fleet.declared if isinstance(fleet, Fleet) else fleet.member is not None
+    if not declared:
+        return service_exports(next(iter(stack.services.values())))
+    services = {name: service_exports(service) for name, service in stack.services.items()}
+    return {
+        "namespace": stack.services[next(iter(services))].settings.namespace,
+        "services": services,
     }
 
 
@@ -87,10 +140,10 @@ def main(config: Mapping[str, Any] | None = None) -> DualStackInference:
     Raises pulumi.RunError (a clean one-line failure, nothing registered) on a bad config.
     """
     try:
-        settings = load_settings(stack_config() if config is None else config, PROJECT)
+        fleet = load_fleet(stack_config() if config is None else config, PROJECT)
     except SettingsError as exc:
         raise pulumi.RunError(f"invalid stack config:\n{exc}") from None
-    stack = DualStackInference(names.TOP_NAME, settings)
-    for key, value in exports(settings, stack).items():
+    stack = DualStackInference(names.TOP_NAME, fleet)
+    for key, value in exports(fleet, stack).items():
         pulumi.export(key, value)
     return stack

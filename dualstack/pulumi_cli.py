@@ -2,9 +2,11 @@
 
 Deployed state beats git history (REFERENCE.md: reverts and skipped deploys make git history
 unreliable). The program exports `ascendWeight` (components/stack.py) as a number, so
-`pulumi stack output ascendWeight --stack S --json` prints `5`. One parse rule
-(`parse_weight`): a JSON integer 0..100 (`5`, or `5.0` as some backends print numbers);
-anything else, the string `"5"` included, is not a weight.
+`pulumi stack output ascendWeight --stack S --json` prints `5`. A fleet stack (`services`)
+exports `services` instead, `{"chat": {"ascendWeight": 50, ...}, ...}`, read with `pulumi
+stack output services --json` (`read_deployed_weights`). One parse rule (`parse_weight`): a
+JSON integer 0..100 (`5`, or `5.0` as some backends print numbers); anything else, the string
+`"5"` included, is not a weight.
 
 Every call runs the CLI found on PATH in its own process group, bounded by `PULUMI_TIMEOUT_S`:
 on a timeout the CLI and any plugin it started are killed together, so no child holds the
@@ -26,10 +28,13 @@ PULUMI_TIMEOUT_S = 120.0
 
 WEIGHT_OUTPUT = "ascendWeight"
 """The stack output (and config key) holding the Ascend weight in %."""
+SERVICES_OUTPUT = "services"
+"""A fleet stack's output: {service: {ascendWeight, ladderPosition, ...}}."""
 
 
 class StackOutputError(RuntimeError):
-    """`pulumi stack output ascendWeight` failed or did not return a weight 0..100."""
+    """`pulumi stack output ascendWeight` (or `services`) failed or did not return weights
+    0..100."""
 
 
 class PulumiCliError(RuntimeError):
@@ -115,6 +120,55 @@ def parse_weight(text: str, source: str) -> int:
     return int(value)
 
 
+def parse_weights(text: str, source: str) -> dict[str, int]:
+    """{service: weight} from a fleet's `services` output: a JSON object whose every value is
+    an object holding `ascendWeight` as `parse_weight` reads it.
+
+    Raises StackOutputError naming `source` (and the service) for anything else.
+    """
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        shown = text.strip()[:40]
+        raise StackOutputError(f"{source} returned {shown!r}, not a map of service -> outputs")
+    return {
+        str(name): parse_weight(json.dumps(outputs.get(WEIGHT_OUTPUT)), f"{source} ({name})")
+        for name, outputs in value.items()
+    }
+
+
+def _output(root: Path, stack: str, name: str, timeout: float) -> str:
+    """`pulumi stack output NAME --json --stack STACK`'s text; StackOutputError when it fails."""
+    command = f"`pulumi stack output {name} --stack {stack}`"
+    try:
+        return run_pulumi(
+            root, "stack", "output", name, "--json", "--stack", stack, timeout=timeout
+        )
+    except PulumiCliError as exc:
+        if pulumi_cli() is None:
+            raise StackOutputError(
+                "the Pulumi CLI (pulumi) is not on PATH; pass --previous-weight N instead"
+            ) from None
+        message = str(exc).replace(f"`pulumi stack output {name}`", command)
+        if "failed:" in message:
+            message += " (a stack never deployed has no output: use --first-deploy)"
+        raise StackOutputError(message) from None
+
+
+def read_deployed_weights(
+    root: Path, stack: str, timeout: float = PULUMI_TIMEOUT_S
+) -> dict[str, int]:
+    """A fleet's deployed weights in %, {service: weight}: `pulumi stack output services
+    --json --stack STACK` (`parse_weights`). A service missing from it was never deployed.
+
+    Raises StackOutputError as `read_deployed_weight` does.
+    """
+    text = _output(root, stack, SERVICES_OUTPUT, timeout)
+    return parse_weights(text, f"`pulumi stack output {SERVICES_OUTPUT} --stack {stack}`")
+
+
 def read_deployed_weight(root: Path, stack: str, timeout: float = PULUMI_TIMEOUT_S) -> int:
     """The deployed Ascend weight in %: `pulumi stack output ascendWeight --json --stack STACK`.
 
@@ -122,21 +176,8 @@ def read_deployed_weight(root: Path, stack: str, timeout: float = PULUMI_TIMEOUT
     use `--first-deploy`), times out after `timeout` seconds, or returns something that is
     not a weight (see `parse_weight`).
     """
-    command = f"`pulumi stack output {WEIGHT_OUTPUT} --stack {stack}`"
-    try:
-        stdout = run_pulumi(
-            root, "stack", "output", WEIGHT_OUTPUT, "--json", "--stack", stack, timeout=timeout
-        )
-    except PulumiCliError as exc:
-        if pulumi_cli() is None:
-            raise StackOutputError(
-                "the Pulumi CLI (pulumi) is not on PATH; pass --previous-weight N instead"
-            ) from None
-        message = str(exc).replace(f"`pulumi stack output {WEIGHT_OUTPUT}`", command)
-        if "failed:" in message:
-            message += " (a stack never deployed has no output: use --first-deploy)"
-        raise StackOutputError(message) from None
-    return parse_weight(stdout, command)
+    stdout = _output(root, stack, WEIGHT_OUTPUT, timeout)
+    return parse_weight(stdout, f"`pulumi stack output {WEIGHT_OUTPUT} --stack {stack}`")
 
 
 def deployed_weight(root: Path, stack: str, timeout: float = PULUMI_TIMEOUT_S) -> Deployed:
@@ -153,10 +194,42 @@ def deployed_weight(root: Path, stack: str, timeout: float = PULUMI_TIMEOUT_S) -
         return Deployed(None, str(exc), failed=True)
 
 
-def config_set(root: Path, stack: str, key: str, value: str) -> str | None:
-    """Run `pulumi config set KEY VALUE --stack STACK`; None on success, else the reason."""
+def deployed_weights(
+    root: Path, stack: str, services: list[str], timeout: float = PULUMI_TIMEOUT_S
+) -> dict[str, Deployed]:
+    """`read_deployed_weights` for reports, {service: Deployed} for each of `services`; never
+    raises. One CLI call for the whole fleet. A service the output lacks is unknown, failed
+    (never deployed: deploy the stack first)."""
+    if pulumi_cli() is None:
+        unknown = Deployed(None, "the pulumi CLI is not installed, so no backend was asked")
+        return dict.fromkeys(services, unknown)
     try:
-        run_pulumi(root, "config", "set", key, value, "--stack", stack)
+        weights = read_deployed_weights(root, stack, timeout)
+    except StackOutputError as exc:
+        return dict.fromkeys(services, Deployed(None, str(exc), failed=True))
+    missing = f"not in `pulumi stack output {SERVICES_OUTPUT} --stack {stack}`: never deployed"
+    return {
+        name: Deployed(weights[name]) if name in weights else Deployed(None, missing, failed=True)
+        for name in services
+    }
+
+
+def deployed_weight_of(
+    root: Path, stack: str, service: str | None, timeout: float = PULUMI_TIMEOUT_S
+) -> Deployed:
+    """The deployed weight of one service: `deployed_weight` for the single implicit service
+    (`service` None), else its entry of `deployed_weights`."""
+    if service is None:
+        return deployed_weight(root, stack, timeout)
+    return deployed_weights(root, stack, [service], timeout)[service]
+
+
+def config_set(root: Path, stack: str, key: str, value: str) -> str | None:
+    """Run `pulumi config set KEY VALUE --stack STACK` (with `--path` for a dotted key such as
+    `services.chat.ascendWeight`); None on success, else the reason."""
+    path = ["--path"] if "." in key else []
+    try:
+        run_pulumi(root, "config", "set", key, value, *path, "--stack", stack)
     except PulumiCliError as exc:
         if pulumi_cli() is None:
             return "the pulumi CLI is not installed"

@@ -6,7 +6,16 @@ runs for `pulumi preview --policy-pack policies`. `dualstack preview` runs the s
 offline through `dualstack.offline.policy_run`.
 """
 
-from policies import capacity, envelope, placement, security, supply_chain, traffic
+from policies import (
+    capacity,
+    disruption,
+    envelope,
+    fleet,
+    placement,
+    security,
+    supply_chain,
+    traffic,
+)
 
 PACK_NAME = "dualstack-migration"
 
@@ -14,9 +23,11 @@ POLICIES = (
     *envelope.POLICIES,
     *traffic.POLICIES,
     *capacity.POLICIES,
+    *disruption.POLICIES,
+    *fleet.POLICIES,
     *placement.POLICIES,
     *supply_chain.POLICIES,
     *security.POLICIES,
 )
-"""Every policy of the pack, in report order (envelope, traffic, capacity, placement, supply
-chain, security)."""
+"""Every policy of the pack, in report order (envelope, traffic, capacity, disruption, fleet,
+placement, supply chain, security)."""

@@ -55,11 +55,13 @@ from policies.common import (
     mapping,
     path,
 )
+from policies.members import SERVICES_SCHEMA, per_service
 from policies.placement import DEFAULT_ACCELERATOR_POOLS, accelerator_pools
 from policies.pod_counts import (
     PodCount,
     PodCountError,
     accelerators_per_pod,
+    pack,
     peak_pods,
     template_hash,
 )
@@ -111,6 +113,7 @@ def _replicas_or_report(workload: Item, report_violation: ReportViolation) -> in
     return count
 
 
+@per_service
 @config_errors_are_violations
 def rollback_capacity_validator(
     args: StackValidationArgs, report_violation: ReportViolation
@@ -272,10 +275,20 @@ def pool_capacity_validator(args: StackValidationArgs, report_violation: ReportV
     for pool, users in sorted(demand.items()):
         size = sizes[pool]
         needed = sum(count.pods * each for _workload, count, each in users)
-        if needed <= size.supply:
-            continue
         kinds = ", ".join(sorted(resources_of[pool]))
         parts = "; ".join(f"{w.label}: ({c.how}) x {each}" for w, c, each in users)
+        if needed <= size.supply:
+            if not _fits_node_by_node(users, size):
+                report_violation(
+                    f"pool {pool!r} cannot place its pods node by node: a rollout takes up to "
+                    f"{needed} {kinds} ({parts}), within the pool's {size.supply}, but a pod's "
+                    f"accelerators all come from one node and {size.nodes} nodes x "
+                    f"{size.accelerators_per_node} acceleratorsPerNode leave no node with room "
+                    "for some pod, so it would stay Pending; run fewer or smaller pods, or add "
+                    "nodes to the pool",
+                    users[0][0].urn if len(users) == 1 else None,
+                )
+            continue
         report_violation(
             f"pool {pool!r} is too small: a rollout takes up to {needed} {kinds} ({parts}) "
             f"but the pool has {size.supply} ({size.nodes} nodes x {size.accelerators_per_node} "
@@ -284,6 +297,20 @@ def pool_capacity_validator(args: StackValidationArgs, report_violation: ReportV
             "(<backend>.pool.nodes; <backend>.pool.acceleratorsPerNode if its nodes hold more)",
             users[0][0].urn if len(users) == 1 else None,
         )
+
+
+def _fits_node_by_node(users: list[tuple[Item, PodCount, int]], size: PoolSize) -> bool:
+    """Whether the peak pods of `users` ((workload, pods, accelerators per pod)) pack onto the
+    pool's nodes (`policies.pod_counts.pack`); a DaemonSet's pods take one slot on every node
+    first (one pod per node), any surge beyond that packs like the rest."""
+    reserved = sum(each for w, _count, each in users if w.kind == "DaemonSet")
+    if reserved > size.accelerators_per_node:
+        return False
+    pods = []
+    for workload, count, each in users:
+        extra = count.pods - size.nodes if workload.kind == "DaemonSet" else count.pods
+        pods += [each] * max(0, extra)
+    return pack(pods, size.nodes, size.accelerators_per_node - reserved) is not None
 
 
 POLICIES = [
@@ -309,6 +336,7 @@ POLICIES = [
                 },
                 **SUBSET_SCHEMAS,
                 "ascendResource": SHARE_SCHEMAS["ascendResource"],
+                "services": SERVICES_SCHEMA,
                 "testerPinning": SHARE_SCHEMAS["testerPinning"],
             }
         ),

@@ -40,6 +40,7 @@ from policies.common import (
     config_int,
     mapping,
 )
+from policies.members import SERVICES_SCHEMA, per_service
 from policies.stack_view import StackView, container_images
 from policies.traffic_share import ascend_shares, backend_workload, percent
 
@@ -89,6 +90,7 @@ def _served(view: StackView, config: Mapping[str, Any]) -> tuple[Fraction | None
     return weight, images
 
 
+@per_service
 @config_errors_are_violations
 def safety_envelope_unchanged_validator(
     args: StackValidationArgs, report_violation: ReportViolation
@@ -175,6 +177,7 @@ POLICIES = [
                 },
                 "previousWeight": PREVIOUS_WEIGHT_SCHEMA,
                 "previousImages": IMAGES_SCHEMA,
+                "services": SERVICES_SCHEMA,
                 **SUBSET_SCHEMAS,
                 **SHARE_SCHEMAS,
             }

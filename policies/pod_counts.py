@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -191,3 +191,22 @@ def accelerators_per_pod(spec: Mapping[str, Any], resources: set[str]) -> int:
         else:
             peak_init = max(peak_init, sidecars + _container_request(init, resources))
     return max(total + sidecars, peak_init)
+
+
+def pack(pods: Iterable[int], nodes: int, per_node: int) -> list[int] | None:
+    """Place pods (each the accelerators it requests) on `nodes` nodes of `per_node` devices,
+    largest first, each on the first node with room (first-fit decreasing): the free devices
+    per node afterwards, or None when some pod finds no node.
+
+    A pod's accelerators all come from one node (a device plugin allocates a node's devices),
+    so 3 pods of 6 do not fit 2 nodes of 8 although 18 <= 16 is false and 12 <= 16 is true for
+    2 of them. First-fit decreasing finds a placement whenever one exists for pods of one size;
+    with mixed sizes it may refuse a tight fit another order would find (fail closed).
+    """
+    free = [per_node] * nodes
+    for size in sorted(pods, reverse=True):
+        node = next((i for i, room in enumerate(free) if room >= size), None)
+        if node is None:
+            return None
+        free[node] -= size
+    return free

@@ -22,6 +22,7 @@ copies requests whose responses are discarded, so it serves no traffic and is no
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,12 +53,13 @@ class Item:
     label: str
     """How messages name it: `Deployment inference/inference-green`."""
 
-    @property
+    @functools.cached_property
     def pod_labels(self) -> Mapping[str, Any]:
-        """Labels of the pods it runs ({} for non-workloads)."""
-        return pod_labels(self.kind, self.props)
+        """Labels of the pods it runs ({} for non-workloads), as a plain dict read once: the
+        props are the engine's proxies, slow to read again for every destination matched."""
+        return dict(pod_labels(self.kind, self.props))
 
-    @property
+    @functools.cached_property
     def pod_spec(self) -> Mapping[str, Any] | None:
         """Its pod spec, or None when it runs no pods."""
         return pod_template_spec(self.kind, self.props)
@@ -224,6 +226,9 @@ class StackView:
     services: list[Item] = field(default_factory=list)
     virtual_services: list[Item] = field(default_factory=list)
     destination_rules: list[Item] = field(default_factory=list)
+    _memo: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False, compare=False)
+    """Answers already worked out ((question, key) -> answer): a fleet's views are asked the
+    same hosts and Services for every route, and the props are the engine's slow proxies."""
     http_routes: list[Item] = field(default_factory=list)
 
     @classmethod
@@ -266,6 +271,11 @@ class StackView:
 
     def service(self, host: str) -> Item | None:
         """The stack's Service whose cluster-local name is `host` (FQDN), or None."""
+        if ("service", host) not in self._memo:
+            self._memo[("service", host)] = self._find_service(host)
+        return self._memo[("service", host)]
+
+    def _find_service(self, host: str) -> Item | None:
         for service in self.services:
             name = path(service.props, "metadata", "name")
             if name and fqdn(str(name), service.namespace) == host:
@@ -276,8 +286,13 @@ class StackView:
         """Workloads whose pods are endpoints of `service`: in its namespace, carrying every
         label of its selector; [] for a Service without a selector or of type ExternalName (no
         pod endpoints)."""
+        if ("pods", service.urn) not in self._memo:
+            self._memo[("pods", service.urn)] = self._find_service_pods(service)
+        return self._memo[("pods", service.urn)]
+
+    def _find_service_pods(self, service: Item) -> list[Item]:
         spec = mapping(service.props.get("spec"))
-        selector = mapping(spec.get("selector"))
+        selector = dict(mapping(spec.get("selector")))
         if not selector or spec.get("type") == "ExternalName":
             return []
         namespace = service.namespace or "default"

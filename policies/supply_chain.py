@@ -50,6 +50,7 @@ from policies.common import (
     mapping,
     pod_template_spec,
 )
+from policies.members import SERVICES_SCHEMA, per_service
 from policies.stack_view import Item, StackView, container_images
 from policies.traffic_share import ascend_shares, backend_workload, percent
 
@@ -137,6 +138,7 @@ def _backend_image(view: StackView, config: Any, hardware: str) -> tuple[Item | 
     return workload, images[0][1], ""
 
 
+@per_service
 @config_errors_are_violations
 def image_pair_consistent_validator(
     args: StackValidationArgs, report_violation: ReportViolation
@@ -221,6 +223,7 @@ def _pairs_text(pairs: list[tuple[str | None, str]]) -> str:
     return "; ".join(f"{nvidia or 'any nvidia image'} + {ascend}" for nvidia, ascend in pairs)
 
 
+@per_service
 @config_errors_are_violations
 def precision_verified_before_promotion_validator(
     args: StackValidationArgs, report_violation: ReportViolation
@@ -290,6 +293,7 @@ POLICIES = [
         enforcement_level=EnforcementLevel.MANDATORY,
         config_schema=PolicyConfigSchema(
             properties={
+                "services": SERVICES_SCHEMA,
                 "tagPattern": {
                     "type": "string",
                     "default": DEFAULT_TAG_PATTERN,
@@ -318,6 +322,7 @@ POLICIES = [
         enforcement_level=EnforcementLevel.MANDATORY,
         config_schema=PolicyConfigSchema(
             properties={
+                "services": SERVICES_SCHEMA,
                 "previousWeight": PREVIOUS_WEIGHT_SCHEMA,
                 "previousAscendImage": {
                     "type": "string",

@@ -44,6 +44,7 @@ from policies.common import (
     subset_name,
 )
 from policies.http_route_checks import http_route_problems
+from policies.members import SERVICES_SCHEMA, per_service
 from policies.stack_view import (
     Route,
     StackView,
@@ -121,6 +122,7 @@ def allowed_increase(previous: int | None, ladder: tuple[int, ...], max_step: in
     return above[0] if above else 100
 
 
+@per_service
 @config_errors_are_violations
 def no_unsafe_weight_jump_validator(
     args: StackValidationArgs, report_violation: ReportViolation
@@ -304,6 +306,7 @@ CONFIG_JUMP = PolicyConfigSchema(
             "previousWeight. Written from the base, so a change cannot widen its own step.",
         },
         "previousWeight": PREVIOUS_WEIGHT_SCHEMA,
+        "services": SERVICES_SCHEMA,
         "maxStep": {
             "type": "integer",
             "minimum": 1,

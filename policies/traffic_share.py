@@ -143,7 +143,7 @@ def ascend_workload_urns(view: StackView, config: Mapping[str, Any]) -> set[str]
     return by_request | {w.urn for w in view.backends(subset_name(config, "ascend"))}
 
 
-def _shares(routes: list[Route]) -> tuple[Fraction, ...] | None:
+def destination_shares(routes: list[Route]) -> tuple[Fraction, ...] | None:
     """Each destination's share of its route in %; None when a weight is unreadable."""
     if len(routes) == 1:
         return (Fraction(100),)
@@ -176,7 +176,7 @@ def ascend_shares(view: StackView, config: Mapping[str, Any]) -> AscendShares:
             by_route.setdefault(route.route_key, []).append(route)
         for routes in by_route.values():
             reaches = tuple(view.reach(r) for r in routes)
-            shares = _shares(routes)
+            shares = destination_shares(routes)
             share = RouteShare(vs, routes[0].route_name, reaches, shares, None, None, ())
             if shares is None:
                 result.problems.append(

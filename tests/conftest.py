@@ -57,6 +57,15 @@ def _no_committed_stack_reads(request: pytest.FixtureRequest):
         pytest.fail(f"read {'; '.join(_GUARD.hits)}: {committed_stacks.RULE}", pytrace=False)
 
 
+EXAMPLE_FLEET = REPO / "examples" / "fleet"
+"""The example fleet stack (`Pulumi.fleet.yaml`: chat at 50%, embedder at 20%, reranker at 0%)."""
+
+
+def fleet_config() -> dict[str, Any]:
+    """The config of the example fleet stack `examples/fleet/Pulumi.fleet.yaml`."""
+    return read_config(EXAMPLE_FLEET, "fleet")
+
+
 def fixture_config(stack: str) -> dict[str, Any]:
     """The config of the fixture `Pulumi.<stack>.yaml` (prod at 5%, staging at 20%)."""
     return read_config(FIXTURE_STACKS, stack)

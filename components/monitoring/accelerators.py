@@ -1,7 +1,9 @@
 """Accelerator, usage and cost recording rules (pure functions: settings -> rule dicts).
 
 The series cover the devices the exporters report as assigned to pods of the stack's namespace
-(exporter label `namespaceLabel`), with the exporters' real metric names (REFERENCE.md
+(exporter label `namespaceLabel`); for a fleet member, to the pods of its own Deployments
+(exporter label `podLabel`, `pod_pattern`), so each service's accelerator-hours and cost are
+its own. The exporters' real metric names (REFERENCE.md
 "Exporter metric names"): DCGM memory % is used / (used + free) since dcgm-exporter has no
 default FB_TOTAL, and DCGM's blank sentinels (~9.22e18 and smaller) are dropped.
 
@@ -24,11 +26,29 @@ USAGE_INTERVAL = "5m"
 """Evaluation interval of the 24 h usage group (its subqueries are the costly rules)."""
 
 
+POD_SUFFIX = "-[a-z0-9]+-[a-z0-9]+"
+"""What a Deployment's pods add to its name: `-<pod-template-hash>-<random suffix>` (both
+lowercase alphanumerics; kubernetes.io/docs/concepts/workloads/controllers/deployment,
+"Pod-template-hash label"). A PromQL regex is anchored at both ends, so `chat-blue` + this
+matches `chat-blue-7d9f8c6b5-x2k4q` and not `chat-blue-blue-7d9f8c6b5-x2k4q` (service
+`chat-blue`'s). Pod names are cut to 63 characters: a Deployment name of more than 47 would
+lose the suffix's shape."""
+
+
+def pod_pattern(settings: Settings, hardware: Hardware) -> str:
+    """Regex of the pod names of one backend's Deployment (`POD_SUFFIX`)."""
+    return f"{settings.hardware(hardware).deployment_name}{POD_SUFFIX}"
+
+
 def device_scope(settings: Settings, hardware: Hardware) -> list[Matcher]:
-    """Matcher keeping the devices assigned to pods of the stack's namespace."""
+    """Matchers keeping the devices assigned to pods of the stack's namespace; for a fleet
+    member, to the pods of its own Deployment of `hardware` (`pod_pattern`)."""
     mon = settings.monitoring
-    label = mon.dcgm.namespace_label if hardware == "nvidia" else mon.npu.namespace_label
-    return [(label, "=", settings.namespace)]
+    exporter = mon.dcgm if hardware == "nvidia" else mon.npu
+    scope: list[Matcher] = [(exporter.namespace_label, "=", settings.namespace)]
+    if settings.member is not None:
+        scope.append((exporter.pod_label, "=~", pod_pattern(settings, hardware)))
+    return scope
 
 
 def device_metric(settings: Settings, hardware: Hardware) -> tuple[str, str]:

@@ -17,7 +17,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import resource_names as names
-from components.monitoring.dashboard import dashboard
+from components.monitoring.dashboard import dashboard, fleet_dashboard
 from components.monitoring.prometheus_rule import prometheus_rule_spec
 from components.settings import Settings
 
@@ -41,27 +41,54 @@ def dashboard_config_map_name(settings: Settings) -> str:
     return f"{settings.service.name}-dualstack-dashboard-{settings.namespace}"
 
 
+def fleet_dashboard_config_map_name(settings: Settings) -> str:
+    """Name of a fleet's one dashboard ConfigMap: `dualstack-fleet-dashboard-<namespace>`."""
+    return f"dualstack-fleet-dashboard-{settings.namespace}"
+
+
 def dashboard_file_name(settings: Settings) -> str:
     """The ConfigMap key holding the dashboard JSON: `dualstack-<namespace>.json`."""
     return f"dualstack-{settings.namespace}.json"
 
 
-def dashboard_metadata(settings: Settings) -> dict[str, Any]:
-    """Metadata of the dashboard ConfigMap: the sidecar's label and optional folder."""
+def dashboard_metadata(settings: Settings, fleet: bool = False) -> dict[str, Any]:
+    """Metadata of the dashboard ConfigMap: the sidecar's label and optional folder. A fleet's
+    dashboard belongs to no one service: no `app` label."""
     board = settings.monitoring.dashboard
+    labels = {} if fleet else {"app": settings.service.name}
     metadata: dict[str, Any] = {
-        "name": dashboard_config_map_name(settings),
+        "name": fleet_dashboard_config_map_name(settings)
+        if fleet
+        else dashboard_config_map_name(settings),
         "namespace": board.namespace or settings.namespace,
-        "labels": {"app": settings.service.name, board.label: board.label_value},
+        "labels": {**labels, board.label: board.label_value},
     }
     if board.folder:
         metadata["annotations"] = {FOLDER_ANNOTATION: board.folder}
     return metadata
 
 
+def register_fleet_dashboard(
+    name: str, settings: Settings, services: list[str], opts: pulumi.ResourceOptions
+) -> k8s.core.v1.ConfigMap:
+    """A fleet's one dashboard ConfigMap (`dashboard.fleet_dashboard`, with the `service`
+    variable), registered as `name` under `opts`' parent (the stack: it is every service's)."""
+    return k8s.core.v1.ConfigMap(
+        name,
+        metadata=dashboard_metadata(settings, fleet=True),
+        data={
+            dashboard_file_name(settings): json.dumps(
+                fleet_dashboard(settings, services), indent=2, sort_keys=True
+            )
+        },
+        opts=opts,
+    )
+
+
 class UnifiedMonitoring(pulumi.ComponentResource):
     """One set of accelerator and SLO series for both hardware kinds: recording and alerting
-    rules in a PrometheusRule, and a Grafana dashboard comparing NVIDIA and Ascend."""
+    rules in a PrometheusRule, and a Grafana dashboard comparing NVIDIA and Ascend (for a fleet
+    member none of its own: the fleet has one, `register_fleet_dashboard`)."""
 
     rule_name: pulumi.Output[str]
     dashboard_name: pulumi.Output[str | None]
@@ -85,7 +112,7 @@ class UnifiedMonitoring(pulumi.ComponentResource):
         )
         self.rule_name = rule.metadata.apply(lambda meta: meta["name"])
         self.dashboard_name = pulumi.Output.from_input(None)
-        if settings.monitoring.dashboard.enabled:
+        if settings.monitoring.dashboard.enabled and settings.member is None:
             board = k8s.core.v1.ConfigMap(
                 names.child(name, names.DASHBOARD),
                 metadata=dashboard_metadata(settings),

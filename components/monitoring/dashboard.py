@@ -4,6 +4,9 @@ Every query reads a series the recording rules produce (`components.monitoring.m
 for the stack's namespace, or, for chip health, the npu-exporter series itself; nothing else.
 Panels: migration progress against the configured weight, error ratio / latency / request rate per
 hardware, accelerator utilisation / memory / temperature / power, accelerator-hours and cost.
+A fleet stack has one dashboard (`fleet_dashboard`) with a `service` variable: the panels above
+show the chosen service's series (label `service`), and a "Fleet" row shows the accelerators,
+accelerator-hours and cost of every service per hardware.
 Grafana dashboard JSON model, schemaVersion 39 (grafana.com/docs/grafana/latest/dashboards/
 build-dashboards/view-dashboard-json-model/).
 """
@@ -16,6 +19,7 @@ from typing import Any
 from components.monitoring import metric_names as m
 from components.monitoring.accelerators import prices
 from components.monitoring.promql import selector
+from components.monitoring.rules import SERVICE_LABEL
 from components.settings import HARDWARE, Settings
 
 SCHEMA_VERSION = 39
@@ -23,6 +27,8 @@ PANEL_WIDTH, PANEL_HEIGHT = 8, 8
 HARDWARE_COLOURS = {"nvidia": "#76B900", "ascend": "#C7000B"}
 """Fixed series colours so a hardware keeps its colour in every panel."""
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
+SERVICE_VARIABLE = "$service"
+"""The fleet dashboard's variable naming the service its panels show."""
 
 
 def dashboard_uid(namespace: str) -> str:
@@ -72,9 +78,13 @@ def _row(title: str) -> dict[str, Any]:
     return {"type": "row", "title": title, "collapsed": False, "panels": []}
 
 
-def panels(settings: Settings) -> list[dict[str, Any]]:
-    """The dashboard's rows and panels in reading order, without ids or positions."""
+def panels(settings: Settings, fleet: bool = False) -> list[dict[str, Any]]:
+    """The dashboard's rows and panels in reading order, without ids or positions; with
+    `fleet`, of the service the `service` variable names (chip health: every chip of the
+    namespace)."""
     ns = {"namespace": settings.namespace}
+    if fleet:
+        ns[SERVICE_LABEL] = SERVICE_VARIABLE
 
     def per_hw(name: str) -> tuple[str, str]:
         return selector(name, ns), "{{hardware}}"
@@ -136,7 +146,7 @@ def panels(settings: Settings) -> list[dict[str, Any]]:
         ),
         _panel("Power", [per_hw(m.ACCELERATOR_POWER)], "watt", "Total power draw, W."),
         _panel(
-            "NPU chip health",
+            "NPU chip health" + (" (every service)" if fleet else ""),
             [
                 (
                     selector(npu.health, {npu.namespace_label: settings.namespace}),
@@ -202,6 +212,52 @@ def _layout(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return laid_out
 
 
+def fleet_panels(settings: Settings) -> list[dict[str, Any]]:
+    """The "Fleet" row: every service's accelerators, accelerator-hours and (when priced) cost
+    over the last 24 h, per service and hardware, summed from the recorded series."""
+    ns = {"namespace": settings.namespace}
+    legend = "{{service}} {{hardware}}"
+
+    def by_service(name: str) -> tuple[str, str]:
+        return f"sum by ({SERVICE_LABEL}, hardware) ({selector(name, ns)})", legend
+
+    result = [
+        _row("Fleet: every service"),
+        _panel(
+            "Accelerators assigned, per service",
+            [by_service(m.ACCELERATORS)],
+            "none",
+            "Devices assigned to each service's pods, per hardware.",
+            min=0,
+        ),
+        _panel(
+            "Accelerator-hours, last 24 h, per service",
+            [by_service(m.ACCELERATOR_HOURS)],
+            "h",
+            "Each service's assigned devices integrated over 24 h, per hardware.",
+            kind="bargauge",
+        ),
+        _panel(
+            "Accelerator-hours, last 24 h, per hardware",
+            [(f"sum by (hardware) ({selector(m.ACCELERATOR_HOURS, ns)})", "{{hardware}}")],
+            "h",
+            "Every service's accelerator-hours together, per hardware.",
+            kind="stat",
+        ),
+    ]
+    if any(prices(settings, hw) for hw in HARDWARE):
+        result.append(
+            _panel(
+                "Cost, last 24 h, per service",
+                [by_service(m.ACCELERATOR_COST)],
+                f"suffix: {settings.monitoring.prices.currency}",
+                "Each service's priced devices over the last 24 h, per hardware.",
+                kind="bargauge",
+            )
+        )
+    return result
+
+
 def dashboard(settings: Settings) -> dict[str, Any]:
     """The dashboard JSON model (a dict), uid `dualstack-<namespace>`."""
     return {
@@ -227,3 +283,25 @@ def dashboard(settings: Settings) -> dict[str, Any]:
         "annotations": {"list": []},
         "panels": _layout(panels(settings)),
     }
+
+
+def fleet_dashboard(settings: Settings, services: list[str]) -> dict[str, Any]:
+    """A fleet's one dashboard (uid `dualstack-<namespace>`): the `service` variable (a custom
+    list of `services`, the first chosen) picks whose series the panels show; the "Fleet" row
+    shows every service. `settings` is any member's: monitoring and namespace are shared."""
+    board = dashboard(settings)
+    variable = {
+        "name": SERVICE_LABEL,
+        "label": "Service",
+        "type": "custom",
+        "query": ",".join(services),
+        "current": {"text": services[0], "value": services[0]},
+        "options": [
+            {"text": name, "value": name, "selected": index == 0}
+            for index, name in enumerate(services)
+        ],
+    }
+    board["title"] = f"Dual-stack inference: fleet of {len(services)} ({settings.namespace})"
+    board["templating"]["list"].append(variable)
+    board["panels"] = _layout([*fleet_panels(settings), *panels(settings, fleet=True)])
+    return board

@@ -24,7 +24,10 @@ from components.settings import HARDWARE, Settings
 
 
 def group_name(settings: Settings, part: str) -> str:
-    """`dualstack.<namespace>.<part>`: tells the stacks apart in Prometheus's rule list."""
+    """`dualstack.<namespace>.<part>`: tells the stacks apart in Prometheus's rule list; a
+    fleet member's `dualstack.<namespace>.<service>.<part>`."""
+    if settings.member is not None:
+        return f"dualstack.{settings.namespace}.{settings.member}.{part}"
     return f"dualstack.{settings.namespace}.{part}"
 
 

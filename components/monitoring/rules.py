@@ -1,7 +1,9 @@
 """Request and migration recording rules (pure functions: settings -> rule dicts).
 
 Every recorded series (names in `components.monitoring.metric_names`) carries the static labels
-`hardware` (`nvidia` | `ascend`) and `namespace` (the stack's namespace). Each hardware has its
+`hardware` (`nvidia` | `ascend`) and `namespace` (the stack's namespace), and a fleet member's
+also `service` (`services.<name>`: the member's name), so the services of one namespace record
+apart (`scope_labels`; a single-service stack's series carry no `service`). Each hardware has its
 own rule with `hardware` as a static label, never `label_replace`, so `promtool check rules
 --lint-fatal` finds no duplicate rules (REFERENCE.md "Prometheus tooling").
 
@@ -27,9 +29,22 @@ RATE_WINDOW = "5m"
 Rule = dict[str, Any]
 
 
+SERVICE_LABEL = "service"
+"""The label naming a fleet member on its recorded series and alerts."""
+
+
+def scope_labels(settings: Settings) -> dict[str, str]:
+    """The labels telling one service's series from any other's: {namespace}, plus {service}
+    for a fleet member. The gate, the alerts and the dashboard select by these."""
+    scope = {"namespace": settings.namespace}
+    if settings.member is not None:
+        scope[SERVICE_LABEL] = settings.member
+    return scope
+
+
 def static_labels(settings: Settings, hardware: Hardware) -> dict[str, str]:
-    """The labels every rule of one hardware carries: {hardware, namespace}."""
-    return {"hardware": hardware, "namespace": settings.namespace}
+    """The labels every rule of one hardware carries: {hardware, namespace[, service]}."""
+    return {"hardware": hardware, **scope_labels(settings)}
 
 
 def record(name: str, expr: str, settings: Settings, hardware: Hardware, **labels: str) -> Rule:
@@ -100,7 +115,7 @@ def request_rules(settings: Settings, hardware: Hardware) -> list[Rule]:
 def migration_rules(settings: Settings) -> list[Rule]:
     """ASCEND_WEIGHT (the configured route weight), ASCEND_MIRROR (the configured mirrored
     share) and ASCEND_SHARE (the share of requests Ascend handled, mirrored ones included)."""
-    ns = {"namespace": settings.namespace}
+    ns = scope_labels(settings)
     share = (
         f"(sum({selector(m.REQUEST_RATE, {'hardware': 'ascend', **ns})}) or vector(0))\n"
         f"/\n(sum({selector(m.REQUEST_RATE, ns)}) > 0)"

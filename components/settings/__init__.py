@@ -1,11 +1,13 @@
 """The stack's settings as one package; `components.settings` keeps every public name.
 
-- `model`: the `Settings` tree, `load_settings()` and `SettingsError` (one line per bad key);
+- `model`: the `Settings` tree of one service and `SettingsError` (one line per bad key);
+- `fleet`: the services of a stack (`services`), `load_fleet()` and `load_settings()`;
 - `base`: `ConfigModel`, the frozen, `extra="forbid"`, camelCase base of every model;
 - `images`: image references (`repository[:tag][@sha256:digest]`);
 - one module per area: `slo`, `monitoring`, `precision`, `policy`.
 """
 
+from components.settings.fleet import Fleet, config_with_weights, load_fleet, load_settings
 from components.settings.images import parse_image
 from components.settings.model import (
     HARDWARE,
@@ -27,7 +29,7 @@ from components.settings.model import (
     Settings,
     SettingsError,
     TaintSettings,
-    load_settings,
+    load_single,
 )
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "AscendSettings",
     "CapacitySettings",
     "DnsLabel",
+    "Fleet",
     "Hardware",
     "HardwareSettings",
     "Image",
@@ -50,6 +53,9 @@ __all__ = [
     "Settings",
     "SettingsError",
     "TaintSettings",
+    "config_with_weights",
+    "load_fleet",
     "load_settings",
+    "load_single",
     "parse_image",
 ]

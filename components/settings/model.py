@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     BaseModel,
     Field,
+    PrivateAttr,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -357,7 +358,13 @@ class IstioSettings(ConfigModel):
 
 
 class Settings(ConfigModel):
-    """Everything one stack configures. Keys are `dualstack-inference:<camelCaseKey>`."""
+    """Everything one service of a stack configures: the stack's single service (keys
+    `dualstack-inference:<camelCaseKey>`), or one member of a fleet (`services.<name>`, laid
+    over the stack's keys by `components.settings.fleet`)."""
+
+    _member: str | None = PrivateAttr(None)
+    """The member's key under `services` (set by `components.settings.fleet`), None for the
+    stack's single implicit service."""
 
     ladder: tuple[Percent, ...] = Field(
         (0, 5, 20, 50, 80, 100), description="Allowed Ascend weights, in migration order."
@@ -435,6 +442,29 @@ class Settings(ConfigModel):
     def hardware(self, kind: Hardware) -> HardwareSettings:
         """The settings of one backend: `settings.hardware("ascend")` is `settings.ascend`."""
         return self.nvidia if kind == "nvidia" else self.ascend
+
+    @property
+    def member(self) -> str | None:
+        """The fleet member's name (`services.<name>`), None for the single implicit service:
+        resource names and the monitoring `service` label exist only for members."""
+        return self._member
+
+    @property
+    def name(self) -> str:
+        """The service's name as the CLI shows it (`--service NAME`): the member's key, or
+        `service.name` for the single implicit service."""
+        return self._member or self.service.name
+
+    def config_key(self, key: str) -> str:
+        """Where this service's `key` lives in the stack config: `key` itself, or
+        `services.<name>.<key>` for a fleet member (`pulumi config set --path`)."""
+        return f"services.{self._member}.{key}" if self._member else key
+
+    @property
+    def weight_key(self) -> str:
+        """The config key holding this service's weight: `ascendWeight`, or
+        `services.<name>.ascendWeight` for a fleet member (`pulumi config set --path`)."""
+        return self.config_key("ascendWeight")
 
     @property
     def ladder_position(self) -> int:
@@ -524,6 +554,8 @@ def _describe(error: dict[str, Any], hints: Mapping[str, str]) -> str:
 def _keys_beside(loc: tuple[Any, ...]) -> list[str]:
     """The keys the model holding `loc`'s last part accepts (for "did you mean")."""
     model: type[BaseModel] = Settings
+    if loc[:1] == ("services",):  # a fleet member's key: services.<name>.<key>
+        loc = loc[2:]
     for part in loc[:-1]:
         field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
         annotation = field.annotation if field is not None else None
@@ -536,7 +568,7 @@ def _keys_beside(loc: tuple[Any, ...]) -> list[str]:
 def _foreign_hints(config: Mapping[str, Any], prefix: str) -> dict[str, str]:
     """For each key of this project found only under another namespace (`other:ascendWeight`),
     the note a "missing" line gets: the project's namespace comes from Pulumi.yaml `name`."""
-    known = {field.alias or name for name, field in Settings.model_fields.items()}
+    known = {field.alias or name for name, field in Settings.model_fields.items()} | {"services"}
     hints: dict[str, list[str]] = {}
     for full in config:
         namespace, colon, key = str(full).partition(":")
@@ -548,15 +580,10 @@ def _foreign_hints(config: Mapping[str, Any], prefix: str) -> dict[str, str]:
     }
 
 
-def load_settings(config: Mapping[str, Any], project: str = PROJECT) -> Settings:
-    """Validate a stack's config into `Settings`.
+def raw_config(config: Mapping[str, Any], project: str = PROJECT) -> dict[str, Any]:
+    """The project's keys of a stack config, without their namespace, JSON text decoded.
 
-    `config` maps full keys (`dualstack-inference:ascendWeight`) to values: strings as
-    `pulumi config set` stores them, JSON text for structured keys, or already-decoded YAML
-    values. Keys of other namespaces (`kubernetes:context`, `pulumi:...`) are ignored.
-
-    Raises SettingsError with one line per problem, e.g.
-    `dualstack-inference:ascendWeight = '150': Input should be less than or equal to 100`.
+    Raises SettingsError for an encrypted (`secure:`) value: no setting here is secret.
     """
     prefix = f"{project}:"
     raw = {k.removeprefix(prefix): _decode(v) for k, v in config.items() if k.startswith(prefix)}
@@ -569,9 +596,38 @@ def load_settings(config: Mapping[str, Any], project: str = PROJECT) -> Settings
                 for k in secrets
             )
         )
+    return raw
+
+
+def validate_settings(
+    raw: Mapping[str, Any],
+    config: Mapping[str, Any],
+    project: str = PROJECT,
+    where: tuple[str, ...] = (),
+) -> Settings:
+    """`Settings` from the project's keys `raw` (see `raw_config`); `config` is the whole
+    stack config (for the "found under another namespace" hints), `where` the key path the
+    messages put before each key (`("services", "chat")` for a fleet member).
+
+    Raises SettingsError with one line per problem.
+    """
     try:
-        return Settings.model_validate(raw)
+        return Settings.model_validate(dict(raw))
     except ValidationError as exc:
-        hints = _foreign_hints(config, prefix)
-        lines = [_describe(e, hints) for e in _innermost(exc.errors())]
-        raise SettingsError("\n".join(lines)) from None
+        hints = _foreign_hints(config, f"{project}:")
+        errors = [{**e, "loc": (*where, *e["loc"])} for e in _innermost(exc.errors())]
+        raise SettingsError("\n".join(_describe(e, hints) for e in errors)) from None
+
+
+def load_single(config: Mapping[str, Any], project: str = PROJECT) -> Settings:
+    """Validate a single-service stack's config into `Settings` (no `services` key; the
+    fleet loader `components.settings.fleet.load_settings` is the entry point).
+
+    `config` maps full keys (`dualstack-inference:ascendWeight`) to values: strings as
+    `pulumi config set` stores them, JSON text for structured keys, or already-decoded YAML
+    values. Keys of other namespaces (`kubernetes:context`, `pulumi:...`) are ignored.
+
+    Raises SettingsError with one line per problem, e.g.
+    `dualstack-inference:ascendWeight = '150': Input should be less than or equal to 100`.
+    """
+    return validate_settings(raw_config(config, project), config, project)

@@ -45,6 +45,11 @@ class DcgmExporterSettings(ConfigModel):
         "namespace", description="Label naming the namespace of the pod a GPU is assigned to."
     )
     model_label: LabelName = Field("modelName", description="Label carrying the GPU model.")
+    pod_label: LabelName = Field(
+        "pod",
+        description="Label naming the pod a GPU is assigned to (a fleet's series are split "
+        "by service on it).",
+    )
     blank_floor: Number = Field(
         DCGM_INT32_BLANK,
         gt=0,
@@ -81,6 +86,11 @@ class NpuExporterSettings(ConfigModel):
         "namespace", description="Label naming the namespace of the pod using a chip."
     )
     model_label: LabelName = Field("model_name", description="Label carrying the chip model.")
+    pod_label: LabelName = Field(
+        "pod_name",
+        description="Label naming the pod using a chip (a fleet's series are split by service "
+        "on it).",
+    )
     chip_label: LabelName = Field("id", description="Label carrying the chip number.")
 
     @property

@@ -112,12 +112,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     targets.add_argument(
         "--base", default="HEAD", metavar="GIT_REF", help="the config before the rollback"
     )
-    targets.add_argument(
+    deployed = targets.add_mutually_exclusive_group()
+    deployed.add_argument(
         "--deployed-weight",
         type=weight,
         metavar="N",
         help="compare with this deployed weight (%%) instead of --base; prints nothing unless "
         "the stack file's weight is lower",
+    )
+    deployed.add_argument(
+        "--deployed-services",
+        metavar="JSON",
+        help="a fleet stack: the text of `pulumi stack output services --json`; prints the "
+        "targets of the services the stack file lowers below their deployed weight",
     )
     targets.set_defaults(func=run_rollback_targets)
 
@@ -241,7 +248,12 @@ def run_gitlab_note(args: argparse.Namespace) -> int:
 
 def run_rollback_targets(args: argparse.Namespace) -> int:
     root = find_root(Path(args.cwd) if args.cwd else None)
-    if args.deployed_weight is not None:
+    if args.deployed_services is not None:
+        from dualstack.pulumi_cli import parse_weights
+
+        deployed = parse_weights(args.deployed_services, "--deployed-services")
+        urns = decrease_targets(root, args.stack, deployed)
+    elif args.deployed_weight is not None:
         urns = decrease_targets(root, args.stack, args.deployed_weight)
     else:
         urns = rollback_targets(root, args.stack, args.base)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from components.settings import load_settings
+from components.settings import Settings, load_fleet
 from dualstack.commands.machine import (
     add_json_file_argument,
     add_output_argument,
@@ -17,7 +17,7 @@ from dualstack.commands.machine import (
 )
 from dualstack.commands.options import add_gate_arguments, gate_setup, run_gate
 from dualstack.commands.output_paths import check_output_file
-from dualstack.commands.stacks import add_stack_argument, every_stack
+from dualstack.commands.stacks import add_service_argument, add_stack_argument, every_stack
 from dualstack.errors import EXIT_FAILED, EXIT_OK
 from dualstack.gate.report import report_data
 from dualstack.repo.stack_config import find_root, load_stack_config
@@ -31,11 +31,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "against NVIDIA: enough requests, 5xx ratio within the margin, p99 within the factor "
         "(or under the absolute SLO), precision check passed for the served image. Each "
         "criterion is PASS, FAIL or NO_DATA; NO_DATA (no, stale or sparse data) never "
-        "passes. Without -s, every stack is judged. Exit 0 when every required criterion of "
-        "every stack passes, 1 otherwise, 2 when Prometheus is unreachable or answers with "
-        "something that is not a query result.",
+        "passes. Without -s, every stack is judged; a fleet stack's service is named with "
+        "--service (its series carry the `service` label), without it every service of the "
+        "fleet is judged on its own. Exit 0 when every required criterion of every stack "
+        "(every judged service) passes, 1 otherwise, 2 when Prometheus is unreachable or "
+        "answers with something that is not a query result.",
     )
     add_stack_argument(parser, many=True)
+    add_service_argument(parser)
     add_gate_arguments(parser)
     add_output_argument(parser)
     add_json_file_argument(parser)
@@ -45,15 +48,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     root = find_root(Path(args.cwd) if args.cwd else None)
     stacks = every_stack(root, args.stack)
-    settings = {stack: load_settings(load_stack_config(root, stack)) for stack in stacks}
+    judged = [(stack, member) for stack in stacks for member in _judged(root, stack, args.service)]
     setup = gate_setup(args)
     check_output_file(args.json_file, "--json-file")
     runs = []
     with human_text_to_stderr(args):
-        for index, stack in enumerate(stacks):
+        for index, (stack, member) in enumerate(judged):
             if index:
                 print()
-            runs.append(run_gate(args, settings[stack], stack, setup))
+            runs.append(run_gate(args, member, stack, setup))
     passed = all(run.report.passed for run in runs)
     if args.markdown is not None:
         text = "\n".join(run.markdown or "" for run in runs)
@@ -63,3 +66,10 @@ def run(args: argparse.Namespace) -> int:
     if wants_json(args):
         emit(doc)
     return EXIT_OK if passed else EXIT_FAILED
+
+
+def _judged(root: Path, stack: str, service: str | None) -> list[Settings]:
+    """The services of `stack` the gate judges: `service` (raises SettingsError listing the
+    services when it has no such one), else every service, a single-service stack's one."""
+    fleet = load_fleet(load_stack_config(root, stack))
+    return [fleet.member(service)] if service is not None else list(fleet)

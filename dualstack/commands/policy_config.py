@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from components.settings import load_settings
+from components.settings import PROJECT, load_fleet
 from dualstack.commands.arg_types import weight
 from dualstack.commands.output_paths import check_output_file
 from dualstack.commands.stacks import add_stack_argument, one_stack
@@ -16,7 +16,7 @@ from dualstack.offline.code_identity import require_own_code
 from dualstack.offline.judge import HeadData, base_of_tree, judge
 from dualstack.offline.judge_client import base_judge, request, resolve_base
 from dualstack.offline.policy_config import write_config
-from dualstack.pulumi_cli import read_deployed_weight
+from dualstack.pulumi_cli import read_deployed_weight, read_deployed_weights
 from dualstack.repo.stack_config import find_root, load_stack_config
 from dualstack.repo.stackfile import read_config
 
@@ -39,7 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     source.add_argument(
         "--from-stack-output",
         action="store_true",
-        help="read the deployed weight with `pulumi stack output ascendWeight` (CI)",
+        help="read the deployed weight with `pulumi stack output ascendWeight` (CI); a fleet's "
+        "with `pulumi stack output services`",
     )
     source.add_argument(
         "--previous-weight",
@@ -77,11 +78,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _previous(args: argparse.Namespace, root: Path) -> tuple[int | None, str]:
+def _previous(
+    args: argparse.Namespace, root: Path, fleet: bool
+) -> tuple[int | dict[str, int] | None, str]:
+    """The deployed weight as the flags give it; a fleet's {service: weight} read from the
+    stack output `services` (`--previous-weight N` is one number: refused for a fleet)."""
+    if args.from_stack_output and fleet:
+        return read_deployed_weights(root, args.stack), "pulumi stack output services"
     if args.from_stack_output:
         return read_deployed_weight(root, args.stack), "pulumi stack output ascendWeight"
     if args.first_deploy:
         return None, "first deploy"
+    if fleet:
+        raise UsageError(
+            f"--previous-weight {args.previous_weight}: stack {args.stack} holds several "
+            "services, each with its own deployed weight; use --from-stack-output (or "
+            "--first-deploy)"
+        )
     return args.previous_weight, "--previous-weight"
 
 
@@ -105,8 +118,8 @@ def run(args: argparse.Namespace) -> int:
         head_config = read_config(head_root, args.stack)
     else:
         head_config = load_stack_config(root, args.stack)
-        _check_previous(args, load_settings(head_config).ladder)  # a bad head: exit 2 now
-    previous, origin = _previous(args, root)
+        _check_previous(args, load_fleet(head_config).first.ladder)  # a bad head: exit 2 now
+    previous, origin = _previous(args, root, f"{PROJECT}:services" in head_config)
     if args.head is not None:
         data = HeadData(args.stack, head_root, head_config, None, previous, args.owner_approved)
         answer = judge(base_of_tree(root, args.stack), data)
@@ -120,7 +133,10 @@ def run(args: argparse.Namespace) -> int:
     config = answer["packConfig"]
     _check_previous(args, config.get("no-unsafe-weight-jump", {}).get("ladder", []))
     text = write_config(config, args.output)
-    shown = "none" if previous is None else f"{previous}%"
+    if isinstance(previous, dict):
+        shown = ", ".join(f"{name} {weight}%" for name, weight in previous.items()) or "none"
+    else:
+        shown = "none" if previous is None else f"{previous}%"
     first = f"; Pulumi.{args.stack}.yaml absent at the base: a first deploy"
     changes = len(answer["envelope"])
     envelope = f"{changes} envelope change{'s' * (changes != 1)}" + (

@@ -16,7 +16,7 @@ from dualstack.commands.machine import (
     write_json_file,
 )
 from dualstack.commands.output_paths import check_output_file
-from dualstack.commands.stacks import add_stack_argument, every_stack
+from dualstack.commands.stacks import add_service_argument, add_stack_argument, every_stack
 from dualstack.errors import EXIT_FAILED, EXIT_OK, UsageError
 from dualstack.offline.judge_client import base_judge, resolve_base
 from dualstack.repo.baseref import default_base
@@ -26,14 +26,15 @@ from dualstack.repo.stack_config import find_root, load_stack_config
 # judge has started, so the base renders while this process loads and renders the head.
 
 
-def next_step(root: Path, stack: str, overrides: list[str]) -> int:
-    """The ladder step above the stack's weight; UsageError when it is already at the top."""
+def next_step(root: Path, stack: str, overrides: list[str], service: str | None = None) -> str:
+    """The override moving the service one ladder step up (`ascendWeight=50`, or
+    `services.chat.ascendWeight=50`); UsageError when it is already at the top."""
     from components.settings import load_settings
 
-    settings = load_settings(load_stack_config(root, stack, overrides))
+    settings = load_settings(load_stack_config(root, stack, overrides), service=service)
     if settings.next_step is None:
         raise UsageError(f"stack {stack} is at {settings.ascend_weight}%: no ladder step left")
-    return settings.next_step
+    return f"{settings.weight_key}={settings.next_step}"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -82,6 +83,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="preview the next ladder step: the head with ascendWeight one step up",
     )
+    add_service_argument(parser)
     add_output_argument(parser)
     add_json_file_argument(parser)
     parser.set_defaults(func=run)
@@ -96,7 +98,7 @@ def _previews(args: argparse.Namespace, root: Path) -> list[Any]:
 
         head = find_root(args.head)
         return [
-            build_preview_from_base(root, stack, head, args.owner_approved)
+            build_preview_from_base(root, stack, head, args.owner_approved, args.service)
             for stack in every_stack(root, args.stack)
         ]
     ref = args.base if args.base is not None else default_base(root)
@@ -112,9 +114,11 @@ def _previews(args: argparse.Namespace, root: Path) -> list[Any]:
 
             overrides = list(args.set)
             if args.next:
-                overrides.append(f"ascendWeight={next_step(root, stack, overrides)}")
+                overrides.append(next_step(root, stack, overrides, args.service))
             previews.append(
-                judged_preview(root, stack, base, base_code, overrides, args.owner_approved)
+                judged_preview(
+                    root, stack, base, base_code, overrides, args.owner_approved, args.service
+                )
             )
     return previews
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from components.settings import Settings, SettingsError, load_settings
+from components.settings import Settings, SettingsError, load_fleet, load_settings
 from dualstack.commands.machine import (
     add_output_argument,
     document,
@@ -24,13 +24,13 @@ from dualstack.commands.options import (
     run_gate,
 )
 from dualstack.commands.output_paths import check_output_file
-from dualstack.commands.stacks import add_stack_argument, one_stack
+from dualstack.commands.stacks import add_service_argument, add_stack_argument, one_stack
 from dualstack.errors import UsageError
 from dualstack.gate.criteria import GateReport
 from dualstack.gate.report import report_data, verdict
 from dualstack.offline.preview import Preview, build_preview, format_preview
 from dualstack.offline.preview_data import policy_data, preview_data
-from dualstack.pulumi_cli import StackOutputError, deployed_weight
+from dualstack.pulumi_cli import StackOutputError, deployed_weight_of
 from dualstack.repo.baseref import default_base, describe
 from dualstack.repo.stack_config import find_root, load_stack_config
 from dualstack.repo.stackfile import read_config_at, stack_path
@@ -48,13 +48,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "promote",
         help="gate, then raise ascendWeight one ladder step; print the PR text",
         description="Check the promotion gate (unless --skip-gate --reason), set ascendWeight "
-        "to the next ladder step (pulumi config set, or an in-place edit of the stack file "
-        "that keeps its comments), and print a PR title and body with the gate report and the "
+        "(a fleet member's services.<name>.ascendWeight, --service) to the next ladder step "
+        "(pulumi config set, or an in-place edit of the stack file that keeps its comments), "
+        "and print a PR title and body with the gate report and the "
         "offline preview. Refuses while a step is pending (the working tree's weight differs "
         "from the base's or the deployed one). Exit 0 done (or nothing left at 100%), 1 gate "
         "failed or the step breaks a mandatory policy (file restored), 2 error.",
     )
     add_stack_argument(parser)
+    add_service_argument(parser)
     add_gate_arguments(parser)
     parser.add_argument("--skip-gate", action="store_true", help="promote without the gate")
     parser.add_argument("--reason", help="why the gate is skipped (required with --skip-gate)")
@@ -75,6 +77,12 @@ def _check_options(args: argparse.Namespace) -> str | None:
     return reason or None
 
 
+def _where(stack: str, settings: Settings) -> str:
+    """`stack prod`, or `stack fleet, service chat` for a fleet member."""
+    member = f", service {settings.member}" if settings.member is not None else ""
+    return f"stack {stack}{member}"
+
+
 def _check_pending(root: Path, stack: str, settings: Settings, base: str | None) -> None:
     """Refuse when the working tree's weight already differs from the base's: a step (or a
     rollback) is written but not landed, and another step on top would skip a rung."""
@@ -84,38 +92,43 @@ def _check_pending(root: Path, stack: str, settings: Settings, base: str | None)
     if config is None:
         return  # a new stack: nothing deployed from git yet
     try:
-        base_weight = load_settings(config).ascend_weight
+        base_settings = load_fleet(config).members.get(settings.name)
     except SettingsError:
         return  # the preview reports a base that no longer validates, and judges a first deploy
+    if base_settings is None:
+        return  # a new service of the fleet: judged as a first deploy
+    base_weight = base_settings.ascend_weight
     if base_weight != settings.ascend_weight:
         raise UsageError(
-            f"stack {stack}: ascendWeight is {settings.ascend_weight}% in the working tree but "
-            f"{base_weight}% at {describe(root, base)}: a step is already pending; land and "
-            "deploy it (or revert it) before promoting again"
+            f"{_where(stack, settings)}: {settings.weight_key} is {settings.ascend_weight}% in "
+            f"the working tree but {base_weight}% at {describe(root, base)}: a step is already "
+            "pending; land and deploy it (or revert it) before promoting again"
         )
 
 
 def _check_deployed(root: Path, stack: str, settings: Settings) -> None:
     """Refuse when the backend's weight differs from git, or when a present Pulumi CLI cannot
     tell it (fail closed); only a missing CLI leaves the deployed weight unknown."""
-    deployed = deployed_weight(root, stack)
+    deployed = deployed_weight_of(root, stack, settings.member)
     if deployed.failed:
         raise StackOutputError(
-            f"stack {stack}: deployed weight unreadable: {deployed.note}; promote needs it to "
-            "rule out an undeployed step (rollback does not)"
+            f"{_where(stack, settings)}: deployed weight unreadable: {deployed.note}; promote "
+            "needs it to rule out an undeployed step (rollback does not)"
         )
     if deployed.weight is not None and deployed.weight != settings.ascend_weight:
         raise UsageError(
-            f"stack {stack}: {deployed.compare(settings.ascend_weight)}; deploy or revert the "
-            "pending step before promoting again"
+            f"{_where(stack, settings)}: {deployed.compare(settings.ascend_weight)}; deploy or "
+            "revert the pending step before promoting again"
         )
 
 
-def build_checked_preview(root: Path, stack: str, base: str | None, original: bytes) -> Preview:
-    """The preview of the written stack file; on any error the file's original bytes are put
-    back before the error goes on."""
+def build_checked_preview(
+    root: Path, stack: str, base: str | None, original: bytes, service: str | None = None
+) -> Preview:
+    """The preview of the written stack file (its header `service`'s); on any error the file's
+    original bytes are put back before the error goes on."""
     try:
-        return build_preview(root, stack, base)
+        return build_preview(root, stack, base, service=service)
     except BaseException:
         restore_stack_file(root, stack, original)
         raise
@@ -131,7 +144,7 @@ def _commit_note(report: GateReport | None, reason: str | None) -> str:
 def run(args: argparse.Namespace) -> int:
     user_root = find_root(Path(args.cwd) if args.cwd else None)
     args.stack = one_stack(user_root, args.stack, "promote")
-    load_settings(load_stack_config(user_root, args.stack))
+    load_settings(load_stack_config(user_root, args.stack), service=args.service)
     reason = _check_options(args)
     check_output_file(args.body_file, "--body-file")
     check_output_file(args.markdown, "--markdown")
@@ -153,9 +166,11 @@ def _promote(
 ) -> int:
     """The promotion, written in `root` (the user's tree, or the default branch's worktree).
     Fills `result` with the fields of `dualstack/promote/v1` (docs/OUTPUT.md)."""
-    settings = load_settings(load_stack_config(root, args.stack))
+    settings = load_settings(load_stack_config(root, args.stack), service=args.service)
     target = settings.next_step
+    where = _where(args.stack, settings)
     result.update(
+        service=settings.member,
         result="at-top",
         fromWeight=settings.ascend_weight,
         toWeight=target,
@@ -170,12 +185,13 @@ def _promote(
     if target is None:
         result["toWeight"] = settings.ascend_weight
         print(
-            f"Stack {args.stack} is at {settings.ascend_weight}% Ascend, the top of the ladder: "
-            "nothing left to promote."
+            f"{where[0].upper()}{where[1:]} is at {settings.ascend_weight}% Ascend, the top of "
+            "the ladder: nothing left to promote."
         )
         return 0
     path = stack_path(root, args.stack)
-    branch = args.branch or f"dualstack/{args.stack}-ascend-{target}"
+    member = f"-{settings.member}" if settings.member is not None else ""
+    branch = args.branch or f"dualstack/{args.stack}{member}-ascend-{target}"
     if plan is not None:
         branch = choose_branch(root, branch)
     base = args.base if args.base is not None else default_base(root)
@@ -192,26 +208,25 @@ def _promote(
         if not report.passed:
             result["result"] = "gate-failed"
             print(
-                f"error: gate {verdict(report)}: stack {args.stack} stays at "
-                f"{settings.ascend_weight}%",
+                f"error: gate {verdict(report)}: {where} stays at {settings.ascend_weight}%",
                 file=sys.stderr,
             )
             return 1
     original = path.read_bytes()
     change = change_weight(root, args.stack, settings, target)
-    preview = build_checked_preview(root, args.stack, base, original)
+    preview = build_checked_preview(root, args.stack, base, original, args.service)
     result.update(method=change.method, preview=preview_data(preview))
     if preview.violations:
         result["result"] = "policy-violation"
         result["violations"] = [policy_data(v) for v in preview.violations]
         restore_stack_file(root, args.stack, original)
-        stays = f"stack {args.stack} stays at {settings.ascend_weight}%"
+        stays = f"{where} stays at {settings.ascend_weight}%"
         for line in policy_refusal(preview.violations, path.name, stays):
             print(f"error: {line}", file=sys.stderr)
         return 1
     if report is not None:
         print()  # after the gate table
-    print(f"Set ascendWeight {settings.ascend_weight} -> {target}: {change.method}")
+    print(f"Set {settings.weight_key} {settings.ascend_weight} -> {target}: {change.method}")
     title = promotion_title(change)
     envelope = [c.describe() for c in preview.envelope]
     body = promotion_body(change, gate_markdown, reason, format_preview(preview), envelope)

@@ -11,7 +11,7 @@ import yaml
 
 from dualstack.commands.output_paths import check_output_dir
 from dualstack.commands.stacks import add_stack_argument, one_stack
-from dualstack.offline.render import file_name, render, to_yaml
+from dualstack.offline.render import file_name, render_fleet, to_yaml
 from dualstack.offline.schemas import validate_objects
 from dualstack.repo.stack_config import find_root, load_stack_config
 
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     args.stack = one_stack(root, args.stack, "render")
     if args.output is not None:
         check_output_dir(args.output, "--output")
-    _settings, objects = render(load_stack_config(root, args.stack, args.set), args.stack)
+    _fleet, objects = render_fleet(load_stack_config(root, args.stack, args.set), args.stack)
     validate_objects(objects)
     if args.output is None:
         sys.stdout.write(to_yaml(objects))

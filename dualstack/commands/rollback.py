@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from components.settings import SettingsError, load_settings
+from components.settings import Fleet, SettingsError, load_fleet, load_settings
 from dualstack.commands.arg_types import whole_number
 from dualstack.commands.machine import (
     add_output_argument,
@@ -20,20 +20,32 @@ from dualstack.commands.machine import (
 )
 from dualstack.commands.options import add_pr_arguments, commit_plan, policy_refusal, publish
 from dualstack.commands.output_paths import check_output_file
-from dualstack.commands.stacks import add_stack_argument, one_stack
+from dualstack.commands.stacks import add_service_argument, add_stack_argument, one_stack
 from dualstack.errors import EXIT_ERROR, UsageError
 from dualstack.offline.policy_run import PolicyResult, blocking
-from dualstack.offline.preview import Side, build_preview, check_policies, format_preview
+from dualstack.offline.preview import (
+    Side,
+    build_preview,
+    check_policies,
+    format_preview,
+    side_of,
+)
 from dualstack.offline.preview_data import policy_data, preview_data
 from dualstack.offline.protocol import JudgeError
-from dualstack.offline.render import RenderError, render
+from dualstack.offline.render import RenderError, render_fleet
 from dualstack.offline.schemas import SchemaError
 from dualstack.repo.baseref import default_base
 from dualstack.repo.git import GitError
 from dualstack.repo.stack_config import find_root, load_stack_config
 from dualstack.repo.stackfile import StackFileError, stack_path
-from dualstack.step.emergency import break_glass_patches, instructions
-from dualstack.step.pr_text import commit_message, rollback_body, rollback_title
+from dualstack.step.emergency import break_glass_lines, instructions
+from dualstack.step.pr_text import (
+    commit_message,
+    fleet_rollback_body,
+    fleet_rollback_title,
+    rollback_body,
+    rollback_title,
+)
 from dualstack.step.publish import CommitPlan, choose_branch, commit_workspace
 from dualstack.step.traffic_first import (
     Applied,
@@ -50,7 +62,13 @@ from dualstack.step.traffic_first import (
     up_args,
     write_weights,
 )
-from dualstack.step.weights import WeightChange, change_weight, restore_stack_file, rollback_target
+from dualstack.step.weights import (
+    WeightChange,
+    change_fleet_weights,
+    change_weight,
+    restore_stack_file,
+    rollback_target,
+)
 
 NO_PREVIEW = (
     SettingsError,
@@ -69,7 +87,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "rollback",
         help="lower ascendWeight to 0 (or --to a lower step) and print the fastest path",
-        description="Set ascendWeight to 0 or a lower ladder step, with no gate (lowering is "
+        description="Set ascendWeight (a fleet member's, --service; every service's, --all) "
+        "to 0 or a lower ladder step, with no gate (lowering is "
         "always allowed), the same way promote writes it. Prints the targeted `pulumi up` "
         "that applies only the traffic split, and the break-glass `kubectl patch` with its "
         "caveat. With --commit and no --branch, a taken branch name gets a -2, -3, ... "
@@ -79,6 +98,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Emergency SOP).",
     )
     add_stack_argument(parser)
+    add_service_argument(parser)
     parser.add_argument(
         "--to", type=whole_number, default=0, metavar="N", help="target ladder step (default: 0)"
     )
@@ -89,59 +109,89 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def introduced_violations(
-    head: Side, before: Side, before_weight: int, stack: str
+    head: Side, before: Side, before_weight: int | dict[str, int], stack: str
 ) -> tuple[list[PolicyResult], int]:
     """(mandatory violations the rollback introduces, violations it merely carries over).
 
     Both sides are judged with the weight the rollback moves from as the previous weight, so
     the git base plays no part: a stale or missing base, or a violation the stack already
     had, never blocks an emergency rollback. Lowering the weight breaks no policy of the
-    pack today; this is the net for one that would.
+    pack today; this is the net for one that would. A fleet's `before_weight` is
+    {service: weight}.
     """
     # `before.objects` are the deployed pod templates: a rollback only scales, no surge.
-    after = blocking(check_policies(head, before_weight, stack, before.settings, before.objects))
+    judged = before.judged
+    after = blocking(check_policies(head, before_weight, stack, judged, before.objects))
     known = {
         (r.policy, r.resource)
-        for r in blocking(
-            check_policies(before, before_weight, stack, before.settings, before.objects)
-        )
+        for r in blocking(check_policies(before, before_weight, stack, judged, before.objects))
     }
     new = [v for v in after if (v.policy, v.resource) not in known]
     return new, len(after) - len(new)
 
 
-def _render_side(root: Path, stack: str) -> Side | None:
+def _render_side(root: Path, stack: str, config: dict | None = None) -> Side | None:
+    """The stack as rendered from `root`'s stack file (or `config`); None when it does not
+    render (the rollback goes on without the policy net)."""
     try:
-        settings, objects = render(load_stack_config(root, stack), stack)
+        fleet, objects = render_fleet(config or load_stack_config(root, stack), stack)
     except (SettingsError, RenderError):
         return None
-    return Side(settings, objects)
+    return side_of(fleet, objects)
+
+
+def _weights(fleet: Fleet) -> int | dict[str, int]:
+    """The previous weight(s) the policies judge a rollback from: one number for a
+    single-service stack, {service: weight} for a fleet."""
+    if fleet.declared:
+        return {s.name: s.ascend_weight for s in fleet}
+    return fleet.first.ascend_weight
 
 
 def run(args: argparse.Namespace) -> int:
     user_root = find_root(Path(args.cwd) if args.cwd else None)
-    if args.emergency or args.all or args.dry_run:
+    if args.all and args.service is not None:
+        raise UsageError("--all rolls back every service: leave out --service")
+    if args.emergency or args.dry_run:
         if args.emergency and not args.all:
             args.stack = one_stack(user_root, args.stack, "rollback")
         return run_emergency(args, user_root)
     args.stack = one_stack(user_root, args.stack, "rollback")
-    rollback_target(load_settings(load_stack_config(user_root, args.stack)), args.to)
+    config = load_stack_config(user_root, args.stack)
+    if args.all:
+        _check_all_target(load_fleet(config), args.to)
+    else:
+        rollback_target(load_settings(config, service=args.service), args.to)
     check_output_file(args.body_file, "--body-file")
     plan = commit_plan(args, user_root)
     result: dict = {}
     with human_text_to_stderr(args), commit_workspace(user_root, plan, args.stack) as root:
-        code = _rollback(args, root, plan, result)
+        if args.all:
+            code = _rollback_all(args, root, plan, result)
+        else:
+            code = _rollback(args, root, plan, result)
     if wants_json(args):
         emit(document("rollback", stack=args.stack, **result))
     return code
 
 
+def _check_all_target(fleet: Fleet, to: int) -> None:
+    """`--to` with `--all`: a ladder step (services already at or below it stay)."""
+    ladder = fleet.first.ladder
+    if to not in ladder:
+        raise UsageError(f"--to {to}: not a ladder step; allowed: {', '.join(map(str, ladder))}")
+
+
 def _rollback(args: argparse.Namespace, root: Path, plan: CommitPlan | None, result: dict) -> int:
     """The rollback, written in `root` (the user's tree, or the default branch's worktree).
     Fills `result` with the fields of `dualstack/rollback/v1` (docs/OUTPUT.md)."""
-    settings = load_settings(load_stack_config(root, args.stack))
+    settings = load_settings(load_stack_config(root, args.stack), service=args.service)
     target = rollback_target(settings, args.to)
+    where = f"stack {args.stack}" + (
+        f", service {settings.member}" if settings.member is not None else ""
+    )
     result.update(
+        service=settings.member,
         result="already-there",
         fromWeight=settings.ascend_weight,
         toWeight=target,
@@ -154,10 +204,13 @@ def _rollback(args: argparse.Namespace, root: Path, plan: CommitPlan | None, res
         commit=None,
     )
     if target == settings.ascend_weight:
-        print(f"Stack {args.stack} is already at {target}% Ascend: nothing to roll back.")
+        print(
+            f"{where[0].upper()}{where[1:]} is already at {target}% Ascend: nothing to roll back."
+        )
         return 0
     path = stack_path(root, args.stack)
-    branch = args.branch or f"dualstack/{args.stack}-rollback-{target}"
+    member = f"-{settings.member}" if settings.member is not None else ""
+    branch = args.branch or f"dualstack/{args.stack}{member}-rollback-{target}"
     if plan is not None:
         chosen = choose_branch(root, branch, free_name=args.branch is None)
         if chosen != branch:
@@ -168,7 +221,7 @@ def _rollback(args: argparse.Namespace, root: Path, plan: CommitPlan | None, res
     original = path.read_bytes()
     change = change_weight(root, args.stack, settings, target)
     try:
-        preview = build_preview(root, args.stack, base)
+        preview = build_preview(root, args.stack, base, service=args.service)
     except NO_PREVIEW as exc:
         preview, preview_text = None, f"(no preview: {str(exc).splitlines()[0]})"
     else:
@@ -177,18 +230,17 @@ def _rollback(args: argparse.Namespace, root: Path, plan: CommitPlan | None, res
     result["method"] = change.method
     new, carried = [], 0
     if preview is not None and before_side is not None:
-        new, carried = introduced_violations(
-            preview.head, before_side, settings.ascend_weight, args.stack
-        )
+        weights = _weights(before_side.fleet) if before_side.fleet else settings.ascend_weight
+        new, carried = introduced_violations(preview.head, before_side, weights, args.stack)
     if new:
         result.update(result="policy-violation", violations=[policy_data(v) for v in new])
         restore_stack_file(root, args.stack, original)
-        stays = f"stack {args.stack} stays at {settings.ascend_weight}%"
+        stays = f"{where} stays at {settings.ascend_weight}%"
         for line in policy_refusal(new, path.name, stays):
             print(f"error: {line}", file=sys.stderr)
         return 1
     print(
-        f"Rolled back stack {args.stack}: Ascend weight {settings.ascend_weight}% -> "
+        f"Rolled back {where}: Ascend weight {settings.ascend_weight}% -> "
         f"{target}% ({change.method})."
     )
     how = instructions(change.before, change.after, args.stack)
@@ -203,6 +255,90 @@ def _rollback(args: argparse.Namespace, root: Path, plan: CommitPlan | None, res
     commit = None if plan is None else (plan, branch, original)
     envelope = [c.describe() for c in preview.envelope] if preview is not None else None
     body = rollback_body(change, preview_text, how, envelope)
+    result.update(result="rolled-back", apply=how, carriedViolations=carried)
+    result["commit"] = publish(args, root, commit, title, body, notes)
+    result["pr"] = {"title": title, "body": body}
+    return 0
+
+
+def _rollback_all(
+    args: argparse.Namespace, root: Path, plan: CommitPlan | None, result: dict
+) -> int:
+    """`rollback --all` without `--emergency`: every service above `--to` down to it, in one
+    edit of the stack file (one commit with --commit). Fills `result` as `_rollback` does,
+    with `services`: [{service, fromWeight, toWeight}] of the services moved."""
+    fleet = load_fleet(load_stack_config(root, args.stack))
+    weights = {s.name: args.to for s in fleet if s.ascend_weight > args.to}
+    result.update(
+        service=None,
+        services=[],
+        result="already-there",
+        fromWeight=max(s.ascend_weight for s in fleet),
+        toWeight=args.to,
+        method=None,
+        apply=[],
+        preview=None,
+        violations=[],
+        carriedViolations=0,
+        pr=None,
+        commit=None,
+    )
+    if not weights:
+        print(
+            f"Every service of stack {args.stack} is at or below {args.to}% Ascend: nothing to "
+            "roll back."
+        )
+        return 0
+    path = stack_path(root, args.stack)
+    branch = args.branch or f"dualstack/{args.stack}-rollback-all-{args.to}"
+    if plan is not None:
+        chosen = choose_branch(root, branch, free_name=args.branch is None)
+        if chosen != branch:
+            print(f"Branch {branch} already exists (an earlier rollback?); using {chosen}.")
+        branch = chosen
+    base = default_base(root)
+    before_side = _render_side(root, args.stack)
+    original = path.read_bytes()
+    changes = change_fleet_weights(root, args.stack, fleet, weights)
+    result["services"] = [
+        {"service": c.before.name, "fromWeight": c.before.ascend_weight, "toWeight": args.to}
+        for c in changes
+    ]
+    try:
+        preview = build_preview(root, args.stack, base)
+    except NO_PREVIEW as exc:
+        preview, preview_text = None, f"(no preview: {str(exc).splitlines()[0]})"
+    else:
+        preview_text = format_preview(preview)
+        result["preview"] = preview_data(preview)
+    result["method"] = changes[0].method
+    new, carried = [], 0
+    if preview is not None and before_side is not None and before_side.fleet is not None:
+        new, carried = introduced_violations(
+            preview.head, before_side, _weights(before_side.fleet), args.stack
+        )
+    if new:
+        result.update(result="policy-violation", violations=[policy_data(v) for v in new])
+        restore_stack_file(root, args.stack, original)
+        stays = f"stack {args.stack} stays as it was"
+        for line in policy_refusal(new, path.name, stays):
+            print(f"error: {line}", file=sys.stderr)
+        return 1
+    moves = ", ".join(f"{c.before.name} {c.before.ascend_weight}% -> {args.to}%" for c in changes)
+    print(f"Rolled back every service of stack {args.stack}: {moves} ({changes[0].method}).")
+    after = load_fleet(load_stack_config(root, args.stack))
+    how = instructions(fleet, after, args.stack)
+    print("\n".join(how))
+    if carried:
+        print(
+            f"Note: {carried} mandatory policy violation(s) were already there before the "
+            "rollback; they do not block it (see the preview)."
+        )
+    title = fleet_rollback_title(args.stack, changes)
+    notes = [f"Rollback of every service, no gate: {moves}."]
+    commit = None if plan is None else (plan, branch, original)
+    envelope = [c.describe() for c in preview.envelope] if preview is not None else None
+    body = fleet_rollback_body(args.stack, changes, preview_text, how, envelope)
     result.update(result="rolled-back", apply=how, carriedViolations=carried)
     result["commit"] = publish(args, root, commit, title, body, notes)
     result["pr"] = {"title": title, "body": body}
@@ -224,8 +360,9 @@ def _add_emergency_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--all",
         action="store_true",
-        help="with --emergency: every stack of the repo at once (every Pulumi.<stack>.yaml; "
-        "a stack at or below --to is re-applied as it is)",
+        help="every service of the stack in one change (a service at or below --to stays); "
+        "with --emergency: every service of every stack of the repo at once (every "
+        "Pulumi.<stack>.yaml; a stack at or below --to is re-applied as it is)",
     )
     parser.add_argument(
         "--dry-run",
@@ -247,11 +384,15 @@ def run_emergency(args: argparse.Namespace, root: Path) -> int:
     targeted `up` or the commit failed, after saying what did and did not happen.
     """
     if not args.emergency:
-        flag = "--all" if args.all else "--dry-run"
-        raise UsageError(f"{flag} goes with --emergency (dualstack rollback --emergency {flag})")
+        raise UsageError(
+            "--dry-run goes with --emergency (dualstack rollback --emergency --dry-run)"
+        )
     check_output_file(args.body_file, "--body-file")
     stacks = fleet(root) if args.all else [args.stack]
-    plans = [plan_rollback(root, stack, args.to, clamp=args.all) for stack in stacks]
+    plans = [
+        plan_rollback(root, stack, args.to, clamp=args.all, service=args.service)
+        for stack in stacks
+    ]
     base = check_checkout(root, stacks)
     changed = [plan for plan in plans if plan.changes_git]
     branch = rollback_branch(root, changed, args.branch) if changed else None
@@ -290,22 +431,40 @@ def run_emergency(args: argparse.Namespace, root: Path) -> int:
     for result in failed:
         plan = next(p for p in plans if p.stack == result.stack)
         print(f"Break-glass for {result.stack} without Pulumi (see README: Emergency SOP):")
-        print("\n".join(f"  {patch}" for patch in break_glass_patches(plan.after)))
+        print("\n".join(break_glass_lines(*_moved_fleets(plan), plan.stack)))
     if changed:
         _print_pr_text(args, root, changed, applied, base)
     return EXIT_ERROR if failed or (changed and sha is None) else 0
 
 
-def _moves(plans: list[StackRollback]) -> str:
-    return ", ".join(
-        f"{p.stack} {p.before.ascend_weight}% -> {p.after.ascend_weight}%" for p in plans
+def _moved_fleets(plan: StackRollback) -> tuple[Fleet, Fleet]:
+    """The rolled-back services of `plan`, before and after, as fleets."""
+    declared = plan.fleet_before.declared
+    before = Fleet({old.name: old for old, _new in plan.moves()}, declared)
+    after = Fleet({new.name: new for _old, new in plan.moves()}, declared)
+    return before, after
+
+
+def _move(plan: StackRollback) -> str:
+    """`prod 20% -> 0%`, or `fleet (chat 50% -> 0%, embedder 20% -> 0%)`."""
+    if not plan.fleet_before.declared:
+        return f"{plan.stack} {plan.before.ascend_weight}% -> {plan.after.ascend_weight}%"
+    moved = ", ".join(
+        f"{old.name} {old.ascend_weight}% -> {new.ascend_weight}%"
+        for old, new in plan.moved() or plan.moves()
     )
+    return f"{plan.stack} ({moved})"
+
+
+def _moves(plans: list[StackRollback]) -> str:
+    return ", ".join(_move(p) for p in plans)
 
 
 def _written(plan: StackRollback, verb: str = "wrote") -> str:
     name = stack_path(Path(), plan.stack).name
     if plan.changes_git:
-        return f"{plan.stack}: {verb} ascendWeight {plan.after.ascend_weight} into {name}"
+        keys = ", ".join(f"{old.weight_key} {new.ascend_weight}" for old, new in plan.moved())
+        return f"{plan.stack}: {verb} {keys} into {name}"
     return (
         f"{plan.stack}: git already holds {plan.after.ascend_weight}%: the traffic is "
         "re-applied, nothing to commit"
@@ -313,6 +472,8 @@ def _written(plan: StackRollback, verb: str = "wrote") -> str:
 
 
 def _update_message(plan: StackRollback, reason: str) -> str:
+    if plan.fleet_before.declared:
+        return f"Emergency rollback of {_move(plan)}: {reason}"
     return f"Emergency rollback of {plan.stack} to {plan.after.ascend_weight}%: {reason}"
 
 
@@ -324,7 +485,10 @@ def _target_label(urn: str) -> str:
 
 def _applied_lines(result: Applied) -> list[tuple[float, str]]:
     """(seconds from the start, line) for the stop and the traffic step of one stack."""
-    deployed = "unknown" if result.deployed is None else f"{result.deployed}%"
+    if isinstance(result.deployed, dict):
+        deployed = ", ".join(f"{name} {weight}%" for name, weight in result.deployed.items())
+    else:
+        deployed = "unknown" if result.deployed is None else f"{result.deployed}%"
     objects = ", ".join(_target_label(urn) for urn in result.targets)
     stop = f"{result.stack}: {result.stopped.describe(result.stack)}; deployed {deployed}"
     if result.error is None:
@@ -368,7 +532,8 @@ def _print_dry_run(plans: list[StackRollback], branch: str | None, base: str, re
         print(_written(plan, "would write"))
         targets = targets_for(plan, None)
         print(f"  pulumi {shlex.join(cancel_args(plan.stack))}")
-        print(f"  pulumi stack output ascendWeight --json --stack {plan.stack}  # alongside")
+        output = "services" if plan.fleet_before.declared else "ascendWeight"
+        print(f"  pulumi stack output {output} --json --stack {plan.stack}  # alongside")
         print(f"  pulumi {shlex.join(up_args(plan.stack, targets, _update_message(plan, reason)))}")
         print(
             "  (targets as if the deployed weight were the ladder's top; the run reads it "
@@ -392,21 +557,23 @@ def _print_pr_text(
     bodies = []
     for plan in plans:
         result = next(r for r in applied if r.stack == plan.stack)
-        change = WeightChange(plan.stack, plan.before, plan.after, "dualstack rollback --emergency")
+        method = "dualstack rollback --emergency"
+        changes = [WeightChange(plan.stack, old, new, method) for old, new in plan.moved()]
         try:
             preview = build_preview(root, plan.stack, base)
         except NO_PREVIEW as exc:
             preview, preview_text = None, f"(no preview: {str(exc).splitlines()[0]})"
         else:
             preview_text = format_preview(preview)
-        if preview is not None and preview.base is not None:
+        before_side = _render_side(root, plan.stack, plan.config)
+        if preview is not None and before_side is not None and before_side.fleet is not None:
             new, _ = introduced_violations(
-                preview.head, preview.base, plan.before.ascend_weight, plan.stack
+                preview.head, before_side, _weights(before_side.fleet), plan.stack
             )
             for violation in new:
                 print(
-                    f"warning: policy {violation.policy} fails at {plan.after.ascend_weight}% "
-                    f"on {plan.stack}: the PR will be blocked until it is fixed"
+                    f"warning: policy {violation.policy} fails after the rollback of "
+                    f"{_move(plan)}: the PR will be blocked until it is fixed"
                 )
         up = up_args(plan.stack, result.targets, _update_message(plan, args.reason))
         how = [
@@ -416,7 +583,10 @@ def _print_pr_text(
             f"Outcome: {'applied' if result.error is None else 'FAILED: ' + result.error}.",
         ]
         envelope = [c.describe() for c in preview.envelope] if preview is not None else None
-        bodies.append(rollback_body(change, preview_text, how, envelope))
+        if len(changes) == 1:
+            bodies.append(rollback_body(changes[0], preview_text, how, envelope))
+        else:
+            bodies.append(fleet_rollback_body(plan.stack, changes, preview_text, how, envelope))
     title = "Emergency rollback: " + _moves(plans)
     body = f"Reason: {args.reason}\n\n" + "\n".join(bodies)
     print(f"--- PR title ---\n{title}\n--- PR body ---")

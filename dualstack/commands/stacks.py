@@ -72,3 +72,14 @@ def every_stack(root: Path, given: list[str] | None) -> list[str]:
     if not names:
         raise StackFileError(f"no Pulumi.<stack>.yaml in {root}")
     return names
+
+
+def add_service_argument(parser: argparse.ArgumentParser) -> None:
+    """`--service NAME`: one service of a fleet stack (`services.<name>`); the default is the
+    stack's only service, and a fleet of several without it is an error listing them."""
+    parser.add_argument(
+        "--service",
+        metavar="NAME",
+        default=None,
+        help="the service of a fleet stack (services.<name>); default: the only service",
+    )

@@ -1,4 +1,5 @@
-"""`dualstack status`: where each stack stands on the ladder, and whether git matches reality."""
+"""`dualstack status`: where each stack (each service of a fleet) stands on the ladder, and
+whether git matches reality."""
 
 from __future__ import annotations
 
@@ -9,15 +10,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from components.settings import Settings, SettingsError, load_settings
+from components.settings import Fleet, Settings, SettingsError, load_fleet
 from dualstack.commands.machine import add_output_argument, document, emit, wants_json
 from dualstack.commands.options import PROMETHEUS_ENV
-from dualstack.commands.stacks import add_stack_argument, every_stack
+from dualstack.commands.stacks import add_service_argument, add_stack_argument, every_stack
 from dualstack.errors import EXIT_ERROR, EXIT_OK, EXIT_PENDING, UsageError
 from dualstack.gate.criteria import parse_time, parse_window
 from dualstack.gate.prometheus import PrometheusClient, PrometheusError, check_url
 from dualstack.gate.promotion import traffic_status
-from dualstack.pulumi_cli import Deployed, deployed_weight
+from dualstack.pulumi_cli import Deployed, deployed_weight, deployed_weights
 from dualstack.redaction import redact
 from dualstack.repo.baseref import default_base, describe
 from dualstack.repo.stack_config import find_root, load_stack_config
@@ -25,44 +26,57 @@ from dualstack.repo.stackfile import StackFileError, read_config_at
 from dualstack.step.weights import ladder_text
 
 
+def base_fleet(root: Path, stack: str, base: str | None) -> Fleet | None:
+    """The stack's fleet at `base`; None without a base, when the stack file is absent there,
+    or when it no longer validates (the preview judges such a base)."""
+    config = read_config_at(root, stack, base) if base is not None else None
+    if config is None:
+        return None
+    try:
+        return load_fleet(config)
+    except SettingsError:
+        return None
+
+
 def pending_step(
-    root: Path, stack: str, settings: Settings, deployed: Deployed, base: str | None
+    root: Path,
+    stack: str,
+    settings: Settings,
+    deployed: Deployed,
+    base: str | None,
+    at_base: Fleet | None = None,
 ) -> str | None:
-    """Why a step is pending (so `promote` would refuse), or None.
+    """Why a step of `settings`' service is pending (so `promote` would refuse), or None.
 
     Pending: the working tree's weight differs from the base's (`default_base`: the merge
-    base with the default branch), or the deployed weight (when known) differs from git. The
-    same two checks `promote` makes before it writes anything.
+    base with the default branch; `at_base` its fleet, read here when None), or the deployed
+    weight (when known) differs from git. The same two checks `promote` makes before it
+    writes anything. A service the base does not hold (a new one) has no base weight.
     """
     weight = settings.ascend_weight
-    config = read_config_at(root, stack, base) if base is not None else None
-    if config is not None:
-        try:
-            base_weight = load_settings(config).ascend_weight
-        except SettingsError:
-            base_weight = None  # the preview judges a base that no longer validates
-        if base_weight is not None and base_weight != weight:
-            return (
-                f"{weight}% in the working tree, {base_weight}% at {describe(root, base)}: "
-                "commit, merge and deploy that step, or revert it"
-            )
+    at_base = at_base if at_base is not None else base_fleet(root, stack, base)
+    then = at_base.members.get(settings.name) if at_base is not None else None
+    if then is not None and then.ascend_weight != weight and base is not None:
+        return (
+            f"{weight}% in the working tree, {then.ascend_weight}% at {describe(root, base)}: "
+            "commit, merge and deploy that step, or revert it"
+        )
     if deployed.weight is not None and deployed.weight != weight:
         return f"deployed {deployed.weight}%, git {weight}%: deploy the merged step, or revert it"
     return None
 
 
-def stack_status(
-    stack: str, settings: Settings, deployed: Deployed, pending: str | None = None
+def service_status(
+    settings: Settings, deployed: Deployed, pending: str | None = None
 ) -> dict[str, Any]:
-    """One stack's status as plain data (an element of `-o json`'s `stacks`); `pending` from
-    `pending_step`. `ladderPosition` reads like the stack output of the same name (`1/5`:
+    """One service's status as plain data (an element of a stack's `services`); `pending`
+    from `pending_step`. `ladderPosition` reads like the stack output of the same name (`1/5`:
     step 1 of the ladder's 5 steps above 0); `drift` is True when the deployed weight is known
     and differs from git."""
     drift = deployed.weight is not None and deployed.weight != settings.ascend_weight
     return {
-        "stack": stack,
+        "service": settings.name,
         "ascendWeight": settings.ascend_weight,
-        "ladder": list(settings.ladder),
         "ladderPosition": f"{settings.ladder_position}/{len(settings.ladder) - 1}",
         "nextStep": settings.next_step,
         "ascendImage": settings.ascend.image,
@@ -72,6 +86,29 @@ def stack_status(
         "deployed": deployed.compare(settings.ascend_weight),
         "drift": drift,
         "pending": pending,
+    }
+
+
+def stack_status(
+    stack: str, settings: Settings, deployed: Deployed, pending: str | None = None
+) -> dict[str, Any]:
+    """A single-service stack's status (an element of `-o json`'s `stacks`): its service's
+    fields at the top, and `services` holding the same one service."""
+    one = service_status(settings, deployed, pending)
+    fields = {key: value for key, value in one.items() if key != "service"}
+    return {"stack": stack, **fields, "ladder": list(settings.ladder), "services": [one]}
+
+
+def fleet_status(stack: str, fleet: Fleet, services: list[dict[str, Any]]) -> dict[str, Any]:
+    """A fleet stack's status: the shared ladder and one element per service (`services`);
+    `drift` / `pending` true / set when any service's is."""
+    pending = [f"{s['service']}: {s['pending']}" for s in services if s["pending"]]
+    return {
+        "stack": stack,
+        "ladder": list(fleet.first.ladder),
+        "drift": any(s["drift"] for s in services),
+        "pending": "; ".join(pending) or None,
+        "services": services,
     }
 
 
@@ -86,7 +123,7 @@ def exit_code(results: list[dict[str, Any]]) -> int:
 
 
 def format_status(status: dict[str, Any], settings: Settings) -> str:
-    """The human block of one stack."""
+    """The human block of one single-service stack."""
     stack, weight, step = status["stack"], status["ascendWeight"], status["nextStep"]
     if status.get("pending"):
         next_text = f"none until the pending step is settled: {status['pending']}"
@@ -108,6 +145,49 @@ def format_status(status: dict[str, Any], settings: Settings) -> str:
         *_traffic_rows(status.get("traffic")),
     ]
     return "\n".join([stack, *(f"  {label:<13} {value}" for label, value in rows)]) + "\n"
+
+
+FLEET_COLUMNS = ("service", "weight", "rung", "next rung", "verified", "deployed", "pending")
+"""The columns of a fleet's status table."""
+
+
+def _deployed_cell(service: dict[str, Any]) -> str:
+    weight = service["deployedWeight"]
+    if weight is None:
+        return "unknown"
+    return "in sync" if weight == service["ascendWeight"] else f"DIFFERS: {weight}%"
+
+
+def format_fleet(status: dict[str, Any], fleet: Fleet) -> str:
+    """The human block of a fleet stack: its ladder, then one row per service (weight, rung,
+    next rung, verified, deployed, pending) and the reason a deployed weight is unknown."""
+    rows = []
+    for service in status["services"]:
+        step = service["nextStep"]
+        rows.append(
+            (
+                service["service"],
+                f"{service['ascendWeight']}%",
+                service["ladderPosition"],
+                "complete" if step is None else f"{step}%",
+                "yes" if service["ascendImageVerified"] else "NO",
+                _deployed_cell(service),
+                service["pending"] or "-",
+            )
+        )
+    widths = [max(len(str(r[i])) for r in [FLEET_COLUMNS, *rows]) for i in range(6)]
+    count = f"{len(rows)} service{'s' * (len(rows) != 1)}"
+    lines = [f"{status['stack']}: {count}, ladder {ladder_text(fleet.first, -1)}"]
+    for row in [FLEET_COLUMNS, *rows]:
+        cells = [f"{value:<{width}}" for value, width in zip(row[:6], widths, strict=True)]
+        lines.append(("  " + "  ".join([*cells, row[6]])).rstrip())
+    unknown = [s for s in status["services"] if s["deployedWeight"] is None]
+    notes = sorted({s["deployed"].removeprefix("unknown: ") for s in unknown})
+    lines += [f"  deployed unknown: {note}" for note in notes]
+    for service in status["services"]:
+        rows = _traffic_rows(service.get("traffic"))
+        lines += [f"  {service['service']} {label}: {value}" for label, value in rows]
+    return "\n".join(lines) + "\n"
 
 
 def _mirror_text(settings: Settings) -> str:
@@ -151,13 +231,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="For each Pulumi.<stack>.yaml: the Ascend weight, its place on the "
         "ladder, the next step, the verified Ascend image, and whether the deployed weight "
         "(asked from the Pulumi backend when the CLI is installed) differs from git; with "
-        "--prometheus, whether the split landed and how long the rung has held. While a step "
+        "--prometheus, whether the split landed and how long the rung has held. A fleet "
+        "stack (`services`) shows a table: service, weight, rung, next rung, verified, "
+        "deployed, pending (--service NAME: that service only). While a step "
         "is pending (the working tree differs from the default branch, or the deployed weight "
         "from git) the next step says what to settle first. "
         "Exit 0 every stack in sync, 3 a deployed weight differs from git or a step is "
         "pending (a drift alarm), 2 a stack's config is invalid.",
     )
     add_stack_argument(parser, many=True)
+    add_service_argument(parser)
     add_output_argument(parser, json_alias=True)
     parser.add_argument(
         "--prometheus",
@@ -176,6 +259,40 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def _one_stack(
+    args: argparse.Namespace, root: Path, stack: str, base: str | None
+) -> tuple[dict[str, Any], str]:
+    """(the stack's status data, its human block); with --prometheus each service's observed
+    split and bake (`traffic`). Raises SettingsError / StackFileError for a config that does
+    not validate or an unknown `--service`."""
+    service = args.service
+    fleet = load_fleet(load_stack_config(root, stack))
+    if service is not None:
+        fleet.member(service)  # an unknown name: one line listing the services
+    if not fleet.declared:
+        settings = fleet.first
+        deployed = deployed_weight(root, stack)
+        pending = pending_step(root, stack, settings, deployed, base)
+        status = stack_status(stack, settings, deployed, pending)
+        traffic = observed_traffic(args, settings)
+        if traffic is not None:
+            status["traffic"] = status["services"][0]["traffic"] = traffic
+        return status, format_status(status, settings)
+    chosen = [fleet.member(service)] if service is not None else list(fleet)
+    deployed = deployed_weights(root, stack, [s.name for s in chosen])
+    at_base = base_fleet(root, stack, base)
+    services = []
+    for settings in chosen:
+        pending = pending_step(root, stack, settings, deployed[settings.name], base, at_base)
+        one = service_status(settings, deployed[settings.name], pending)
+        traffic = observed_traffic(args, settings)
+        if traffic is not None:
+            one["traffic"] = traffic
+        services.append(one)
+    status = fleet_status(stack, fleet, services)
+    return status, format_fleet(status, fleet)
+
+
 def run(args: argparse.Namespace) -> int:
     root = find_root(Path(args.cwd) if args.cwd else None)
     stacks = every_stack(root, args.stack)
@@ -183,20 +300,14 @@ def run(args: argparse.Namespace) -> int:
     base = default_base(root)
     for stack in stacks:
         try:
-            settings = load_settings(load_stack_config(root, stack))
+            status, block = _one_stack(args, root, stack, base)
         except (SettingsError, StackFileError) as exc:
             first = redact(str(exc).splitlines()[0])
             print(f"error: stack {stack}: {first}", file=sys.stderr)
             results.append({"stack": stack, "error": first})
             continue
-        deployed = deployed_weight(root, stack)
-        pending = pending_step(root, stack, settings, deployed, base)
-        status = stack_status(stack, settings, deployed, pending)
-        traffic = observed_traffic(args, settings)
-        if traffic is not None:
-            status["traffic"] = traffic
         results.append(status)
-        blocks.append(format_status(status, settings))
+        blocks.append(block)
     code = exit_code(results)
     if wants_json(args):
         emit(document("status", exitCode=code, stacks=results))

@@ -31,10 +31,10 @@ from dualstack.commands.machine import (
     wants_json,
 )
 from dualstack.commands.output_paths import check_output_file
-from dualstack.commands.stacks import add_stack_argument, one_stack
+from dualstack.commands.stacks import add_service_argument, add_stack_argument, one_stack
 from dualstack.errors import UsageError
 from dualstack.repo.stack_config import find_root, load_stack_config
-from dualstack.repo.stackfile import StackFileError, set_config_value, stack_path
+from dualstack.repo.stackfile import StackFileError, set_config_values, stack_path
 from precision_check.options import flag
 
 KEY = "verifiedAscendImage"
@@ -55,13 +55,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run the precision check; on pass record the Ascend image as verified",
         description="Run the precision check against the stack's two backends with the "
         f"stack's precisionCheck settings; on pass write {KEY} (the stack's current Ascend "
-        "image) into Pulumi.<stack>.yaml, keeping its comments. --ascend must reach pods "
-        "that run that image. Flags override the stack's settings.",
+        "image) into Pulumi.<stack>.yaml, keeping its comments (a fleet member's "
+        "services.<name>.verifiedImages / verifiedAscendImage, --service). --ascend must reach "
+        "pods that run that image. Flags override the stack's settings.",
         epilog="Exit codes: 0 pass (image recorded), 1 mismatch or inconclusive, 2 could not "
         "complete; "
         "on 1 and 2 the stack file is unchanged.",
     )
     add_stack_argument(parser)
+    add_service_argument(parser)
     parser.add_argument(
         "--allow-low-threshold",
         action="store_true",
@@ -144,7 +146,12 @@ def check_threshold(options: checker.Options, given: Collection[str], allowed: b
 def run(args: argparse.Namespace) -> int:
     root = find_root(Path(args.cwd) if args.cwd else None)
     args.stack = one_stack(root, args.stack, "verify-precision")
-    result: dict[str, Any] = {"stack": args.stack, "recorded": False, "check": None}
+    result: dict[str, Any] = {
+        "stack": args.stack,
+        "service": None,
+        "recorded": False,
+        "check": None,
+    }
     with human_text_to_stderr(args):
         code = _verify(args, root, result)
     if wants_json(args) and result["check"] is not None:
@@ -155,15 +162,20 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: output closed (broken pipe); {KEY} unchanged", file=sys.stderr)
             return checker.EXIT_ERROR
     if code == checker.EXIT_PASS:
-        set_config_value(root, args.stack, HISTORY_KEY, result["verifiedImages"])
-        set_config_value(root, args.stack, KEY, result["ascendImage"])
+        where = f"services.{result['service']}." if result["service"] is not None else ""
+        values = {
+            f"{where}{HISTORY_KEY}": result["verifiedImages"],
+            f"{where}{KEY}": result["ascendImage"],
+        }
+        set_config_values(root, args.stack, values)  # one write: both records or neither
     return code
 
 
 def _verify(args: argparse.Namespace, root: Path, result: dict[str, Any]) -> int:
     """The check; on a pass, every line delivered and `result` filled, the file not yet
     written (the caller writes it last). Returns the exit code."""
-    settings = load_settings(load_stack_config(root, args.stack))
+    settings = load_settings(load_stack_config(root, args.stack), service=args.service)
+    result["service"] = settings.member
     image = settings.ascend.image
     base = {
         **settings.precision_check.check_fields(),
@@ -192,7 +204,7 @@ def _verify(args: argparse.Namespace, root: Path, result: dict[str, Any]) -> int
             print(f"{KEY} unchanged in {file}: {why}", file=sys.stderr)
             return code
         # The check took a while: record only if the stack still serves the image it checked.
-        current = load_settings(load_stack_config(root, args.stack))
+        current = load_settings(load_stack_config(root, args.stack), service=args.service)
         if current.ascend.image != image:
             raise StackFileError(
                 f"{file} changed during the check: ascend image is now {current.ascend.image}, "
@@ -208,13 +220,14 @@ def _verify(args: argparse.Namespace, root: Path, result: dict[str, Any]) -> int
         known = pair in history
         history += [] if known else [pair]
         previous = current.verified_ascend_image or "unset"
+        prefix = f"services.{current.member}." if current.member is not None else ""
         result.update(
             recorded=True,
             previousVerifiedImage=current.verified_ascend_image,
             verifiedImages=history,
         )
         print(
-            f"recording {KEY} = {image} in {file} (was {previous}); {HISTORY_KEY}: "
+            f"recording {prefix}{KEY} = {image} in {file} (was {previous}); {HISTORY_KEY}: "
             f"{settings.nvidia.image} + {image} "
             f"{'already recorded' if known else f'added ({len(history)} pairs)'}"
         )

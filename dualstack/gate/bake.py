@@ -22,10 +22,18 @@ import math
 
 from components.monitoring.metric_names import ASCEND_MIRROR, ASCEND_WEIGHT, REQUEST_RATE
 from components.monitoring.promql import number, selector
+from components.monitoring.rules import scope_labels
 from components.settings import Settings
 from components.settings.routing import duration_seconds
 from dualstack.gate.criteria import Criterion, Status, count, parse_duration, read, series
-from dualstack.gate.data import STEP_SECONDS, DataBounds, data_problem, duration_text
+from dualstack.gate.data import (
+    STEP_SECONDS,
+    DataBounds,
+    Scope,
+    data_problem,
+    duration_text,
+    scope_of,
+)
 from dualstack.gate.prometheus import PrometheusClient
 from dualstack.gate.rung import Rung
 
@@ -39,11 +47,11 @@ def _one(client: PrometheusClient, promql: str, at: float, reduce=max) -> float 
 
 
 def held_since(
-    client: PrometheusClient, metric: str, namespace: str, percent: int, at: float, span: int
+    client: PrometheusClient, metric: str, scope: Scope, percent: int, at: float, span: int
 ) -> tuple[float | None, bool]:
     """(since when the recorded `metric` holds `percent` within the last `span` seconds, and
     whether it held the whole span). (None, False) when nothing was recorded in the span."""
-    s = selector(metric, {"namespace": namespace})
+    s = selector(metric, scope_of(scope))
     ratio = number(percent / 100)
     first = _one(client, f"min_over_time(timestamp({s})[{span}s:{STEP_SECONDS}s])", at, min)
     if first is None:
@@ -56,7 +64,7 @@ def held_since(
 
 
 def _requests(settings: Settings, client: PrometheusClient, hardware: str, span: int, at: float):
-    promql = f"sum_over_time({series(REQUEST_RATE, settings.namespace, hardware)}"
+    promql = f"sum_over_time({series(REQUEST_RATE, scope_labels(settings), hardware)}"
     promql += f"[{span - STEP_SECONDS}s:{STEP_SECONDS}s]) * {STEP_SECONDS}"
     return read(client, promql, at, "sum").value
 
@@ -107,7 +115,7 @@ def _judge(
     span: int,
     bounds: DataBounds,
 ) -> tuple[Status, str, str]:
-    ns, bake = settings.namespace, settings.bake_time
+    ns, bake = scope_labels(settings), settings.bake_time
     since, whole = held_since(client, ASCEND_WEIGHT, ns, weight, at, span)
     if since is None:
         return "NO_DATA", f"no recorded weight in the {bake} bake window", ""
@@ -128,7 +136,7 @@ def _judge(
             held_text,
         )
     slot = max(STEP_SECONDS, int(parse_duration(settings.monitoring.evaluation_interval)))
-    weight_series = selector(ASCEND_WEIGHT, {"namespace": ns})
+    weight_series = selector(ASCEND_WEIGHT, ns)
     problem = data_problem(client, weight_series, at, span, slot, bounds)
     if problem is not None:
         return "NO_DATA", f"recorded weight over the bake window: {problem}", held_text

@@ -39,13 +39,16 @@ from components.monitoring.metric_names import (
     REQUEST_RATE,
 )
 from components.monitoring.promql import selector
+from components.monitoring.rules import scope_labels
 from components.settings import Settings
 from dualstack.gate.data import (
     DEFAULT_BOUNDS,
     DataBounds,
+    Scope,
     coverage_query,
     judge_data,
     newest_sample_query,
+    scope_of,
     weight_queries,
     weight_range,
 )
@@ -115,6 +118,14 @@ class GateReport:
     """Lines the report adds after the table (the judged step; what mirrored data shows)."""
     step: tuple[int, int | None] | None = None
     """(from, to) weight in % of the step judged (`dualstack.gate.promotion`)."""
+    service: str | None = None
+    """The fleet member judged (`--service`), None for a single-service stack."""
+
+    @property
+    def where(self) -> str:
+        """`stack prod`, or `stack fleet, service chat`."""
+        member = f", service {self.service}" if self.service is not None else ""
+        return f"stack {self.stack}{member}"
 
     @property
     def passed(self) -> bool:
@@ -182,12 +193,13 @@ def parse_time(text: str) -> float:
     return value
 
 
-def series(metric: str, namespace: str, hardware: str) -> str:
-    """`metric{hardware="...",namespace="..."}`: one recorded series of one backend."""
-    return selector(metric, {"hardware": hardware, "namespace": namespace})
+def series(metric: str, namespace: Scope, hardware: str) -> str:
+    """`metric{hardware="...",namespace="..."}` (plus `service` for a fleet member): one
+    recorded series of one backend."""
+    return selector(metric, {"hardware": hardware, **scope_of(namespace)})
 
 
-def request_count_query(namespace: str, hardware: str, window_seconds: int) -> str:
+def request_count_query(namespace: Scope, hardware: str, window_seconds: int) -> str:
     """PromQL for the requests a backend served in the window ending at the query time.
 
     The recorded rate (req/s) sampled every STEP_SECONDS over the window, each sample times
@@ -199,7 +211,7 @@ def request_count_query(namespace: str, hardware: str, window_seconds: int) -> s
     return f"sum_over_time({rate}[{span}s:{STEP_SECONDS}s]) * {STEP_SECONDS}"
 
 
-def average_query(metric: str, namespace: str, hardware: str, window_seconds: int) -> str:
+def average_query(metric: str, namespace: Scope, hardware: str, window_seconds: int) -> str:
     """PromQL for the time average of a recorded series over the window (NaN stays NaN)."""
     return f"avg_over_time({series(metric, namespace, hardware)}[{window_seconds}s])"
 
@@ -378,7 +390,7 @@ def gate_queries(settings: Settings, window_seconds: int, slot: int) -> dict[tup
     """Every query the gate asks, by key: per (metric, hardware) the value (`value`), the
     newest sample's time (`newest`) and the coverage (`coverage`); the pushed precision
     result (`pushed`) and the recorded route weight's low and high (`weight`). 21 queries."""
-    ns = settings.namespace
+    ns = scope_labels(settings)
     values = {
         REQUEST_RATE: lambda hw: request_count_query(ns, hw, window_seconds),
         ERROR_RATIO: lambda hw: average_query(ERROR_RATIO, ns, hw, window_seconds),
@@ -392,7 +404,7 @@ def gate_queries(settings: Settings, window_seconds: int, slot: int) -> dict[tup
             queries[("newest", metric, hw)] = newest_sample_query(one, window_seconds, slot)
             queries[("coverage", metric, hw)] = coverage_query(one, window_seconds, slot)
     image = settings.ascend.image
-    queries[("pushed",)] = selector(PRECISION_PASSED, {"ascend_image": image, "namespace": ns})
+    queries[("pushed",)] = selector(PRECISION_PASSED, {"ascend_image": image, **ns})
     low, high = weight_queries(ns, window_seconds)
     queries[("weight", "low")], queries[("weight", "high")] = low, high
     return queries
@@ -461,4 +473,5 @@ def evaluate(
         criteria,
         recorded,
         bounds,
+        service=settings.member,
     )

@@ -24,7 +24,7 @@ deployed weight and not necessarily the stack file's.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from components.monitoring.metric_names import ASCEND_WEIGHT
@@ -133,10 +133,20 @@ def data_problem(
     return judge_data(newest, coverage, at, window_seconds, step, bounds)
 
 
-def weight_queries(namespace: str, window_seconds: int) -> tuple[str, str]:
+Scope = str | Mapping[str, str]
+"""Which service's series: a namespace, or the labels `components.monitoring.rules.
+scope_labels` gives (a fleet member's `{namespace, service}`)."""
+
+
+def scope_of(where: Scope) -> dict[str, str]:
+    """`where` as selector labels: a namespace string is `{namespace}`."""
+    return {"namespace": where} if isinstance(where, str) else dict(where)
+
+
+def weight_queries(namespace: Scope, window_seconds: int) -> tuple[str, str]:
     """PromQL for the lowest and the highest recorded Ascend route weight (0..1) in the
-    window ending at the query time."""
-    weight = selector(ASCEND_WEIGHT, {"namespace": namespace})
+    window ending at the query time, of `namespace` (a scope: a fleet member's too)."""
+    weight = selector(ASCEND_WEIGHT, scope_of(namespace))
     return (
         f"min_over_time({weight}[{window_seconds}s])",
         f"max_over_time({weight}[{window_seconds}s])",
@@ -153,7 +163,7 @@ def weight_range(low: Sequence[Sample], high: Sequence[Sample]) -> tuple[int, in
 
 
 def recorded_weight(
-    client: PrometheusClient, namespace: str, window_seconds: int, at: float
+    client: PrometheusClient, namespace: Scope, window_seconds: int, at: float
 ) -> tuple[int, int] | None:
     """`weight_range` with both queries asked of `client` now."""
     low, high = weight_queries(namespace, window_seconds)

@@ -68,7 +68,7 @@ def format_table(report: GateReport) -> str:
     rows = [COLUMNS, *(_row(c) for c in report.criteria)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
     lines = [
-        f"Promotion gate for stack {report.stack} (namespace {report.namespace}, "
+        f"Promotion gate for {report.where} (namespace {report.namespace}, "
         f"{weight_text(report)}): {verdict(report)}",
         "W" + _scope(report)[1:],
         "",
@@ -96,7 +96,9 @@ def format_markdown(report: GateReport, trend: Trend | None = None) -> str:
     lines = [
         f"### Promotion gate: {verdict(report)}",
         "",
-        f"Stack `{report.stack}` (namespace `{report.namespace}`, {weight_text(report)}), "
+        f"Stack `{report.stack}`"
+        + (f", service `{report.service}`" if report.service is not None else "")
+        + f" (namespace `{report.namespace}`, {weight_text(report)}), "
         f"{_scope(report)}.",
         "",
         "| " + " | ".join((*COLUMNS, "Detail")) + " |",
@@ -139,6 +141,7 @@ def report_data(report: GateReport) -> dict[str, Any]:
     recorded = report.recorded_weight
     return {
         "stack": report.stack,
+        "service": report.service,
         "namespace": report.namespace,
         "passed": report.passed,
         "verdict": verdict(report),

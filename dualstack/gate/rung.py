@@ -17,7 +17,9 @@ from dataclasses import dataclass
 
 from components.monitoring.metric_names import ASCEND_MIRROR, ASCEND_WEIGHT
 from components.monitoring.promql import selector
+from components.monitoring.rules import scope_labels
 from components.settings import Settings
+from dualstack.gate.data import Scope, scope_of
 from dualstack.gate.prometheus import PrometheusClient
 
 
@@ -42,11 +44,12 @@ def _values(client: PrometheusClient, promql: str, at: float) -> list[float]:
 
 
 def recorded_range(
-    client: PrometheusClient, metric: str, namespace: str, window_seconds: int, at: float
+    client: PrometheusClient, metric: str, scope: Scope, window_seconds: int, at: float
 ) -> tuple[int, int, int] | None:
     """(lowest, highest, latest) value in % of a recorded 0..1 ratio over the window ending at
-    `at`, or None when there is none (or it is outside 0..1)."""
-    series = selector(metric, {"namespace": namespace})
+    `at` in `scope` (a namespace, or `scope_labels` of a fleet member), or None when there is
+    none (or it is outside 0..1)."""
+    series = selector(metric, scope_of(scope))
     found = []
     for function in ("min_over_time", "max_over_time", "last_over_time"):
         values = _values(client, f"{function}({series}[{window_seconds}s])", at)
@@ -62,7 +65,7 @@ def window_rung(
 ) -> Rung:
     """The rung of the window ending at `at`: recorded when the rules record a weight, else
     the stack file's (`recorded` False)."""
-    ns = settings.namespace
+    ns = scope_labels(settings)
     weight = recorded_range(client, ASCEND_WEIGHT, ns, window_seconds, at)
     if weight is None:
         return Rung(settings.ascend_weight, settings.mirror_percent, recorded=False)

@@ -30,6 +30,7 @@ Tester-pinned requests are few and are counted where they went; they sit in the 
 from __future__ import annotations
 
 from components.monitoring.metric_names import REQUEST_RATE
+from components.monitoring.rules import scope_labels
 from components.settings import Settings
 from dualstack.gate.criteria import (
     Criterion,
@@ -67,7 +68,7 @@ def request_counts(
 ) -> dict[str, Reading]:
     """{hardware: requests served in the window}, NO_DATA-shaped (value None) when the
     request series is stale or sparse by `bounds`."""
-    ns = settings.namespace
+    ns = scope_labels(settings)
     slot = max(STEP_SECONDS, int(parse_duration(settings.monitoring.evaluation_interval)))
     counts = {}
     for hardware in ("ascend", "nvidia"):

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from components.monitoring.metric_names import ERROR_RATIO, LATENCY_P99
+from components.monitoring.rules import scope_labels
 from components.settings import Settings
 from dualstack.gate.criteria import series
 from dualstack.gate.prometheus import PrometheusClient, PrometheusError, RangeSeries
@@ -90,13 +91,12 @@ def fetch_trend(
     """
     step = step_for(window_seconds)
     start = at - window_seconds
+    scope = scope_labels(settings)
     charts = []
     try:
         for metric, title, unit, scale in SERIES:
             by_hw = {
-                hw: _points(
-                    client.query_range(series(metric, settings.namespace, hw), start, at, step)
-                )
+                hw: _points(client.query_range(series(metric, scope, hw), start, at, step))
                 for hw in HARDWARE
             }
             charts.append(build_chart(title, unit, scale, by_hw))

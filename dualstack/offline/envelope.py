@@ -20,12 +20,14 @@ data, its stack config as a mapping and its tree through git.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.settings import PROJECT, Settings
+from components.settings import HARDWARE, PROJECT, Fleet, Settings
+from components.settings.fleet import FLEET_HARDWARE_KEYS, FLEET_KEYS, SERVICES_KEY
 from dualstack.repo.changes import stack_of, touches_program, tree_changes
 from dualstack.repo.git import show_file
 from dualstack.repo.stackfile import parse_config, parse_outside_config, read_text, stack_path
@@ -44,6 +46,37 @@ the shadow rung. A raise, or a value that is not a number, is an envelope change
 EVIDENCE_FACTS = frozenset({f"{PROJECT}:verifiedAscendImage", f"{PROJECT}:verifiedImages"})
 """Evidence the verification job records (`dualstack verify-precision`); a change of them in a
 pull request is an envelope change, and the judge reads them from the base only."""
+
+_MEMBER = re.escape(f"{PROJECT}:{SERVICES_KEY}.") + r"[^.]+\."
+STEP_PATTERN = re.compile(f"{_MEMBER}(ascendWeight|nvidia\\.image|ascend\\.image)")
+"""A fleet member's step facts: `services.<name>.ascendWeight` and its two images."""
+WEIGHT_PATTERN = re.compile(f"{_MEMBER}ascendWeight")
+"""A fleet member's weight: `services.<name>.ascendWeight`."""
+LOWERS_PATTERN = re.compile(f"{_MEMBER}mirrorPercent")
+"""A fleet member's `STEP_LOWERS` facts: `services.<name>.mirrorPercent`."""
+EVIDENCE_PATTERN = re.compile(f"{_MEMBER}(verifiedAscendImage|verifiedImages)(\\..*)?")
+"""A fleet member's evidence: `services.<name>.verifiedImages` (and the older key)."""
+
+
+def is_step_fact(path: str) -> bool:
+    """True for a fact a migration step may change: a service's weight or one of its images."""
+    return path in STEP_FACTS or STEP_PATTERN.fullmatch(path) is not None
+
+
+def is_weight(path: str) -> bool:
+    """True for a service's weight: `ascendWeight` or `services.<name>.ascendWeight`."""
+    return path == f"{PROJECT}:ascendWeight" or WEIGHT_PATTERN.fullmatch(path) is not None
+
+
+def is_step_lowering(path: str) -> bool:
+    """True for a fact a step may lower on its own (a service's mirrored share)."""
+    return path in STEP_LOWERS or LOWERS_PATTERN.fullmatch(path) is not None
+
+
+def is_evidence(path: str) -> bool:
+    """True for a fact the verification job records (a service's verified images)."""
+    return path.partition(".")[0] in EVIDENCE_FACTS or EVIDENCE_PATTERN.fullmatch(path) is not None
+
 
 UNSET = "(unset)"
 """How a fact absent on one side is shown."""
@@ -136,7 +169,31 @@ def _shown(path: str) -> str:
     return path.removeprefix(f"{PROJECT}:")
 
 
-def effective(config: Mapping[str, Any], settings: Settings | None) -> dict[str, Any]:
+def settings_dump(settings: Settings | Fleet) -> dict[str, Any]:
+    """The project's keys as the settings resolve them, in stack-file shape: one service's
+    dump, or for a fleet the shared keys at the top and each member's own (everything else,
+    inherited values included) under `services.<name>`."""
+    if isinstance(settings, Settings):
+        return settings.model_dump(by_alias=True, mode="json")
+    if not settings.declared:
+        return settings.first.model_dump(by_alias=True, mode="json")
+    first = settings.first.model_dump(by_alias=True, mode="json")
+    dumped: dict[str, Any] = {key: first[key] for key in FLEET_KEYS}
+    for hw in HARDWARE:
+        dumped[hw] = {key: first[hw][key] for key in FLEET_HARDWARE_KEYS if key in first[hw]}
+    services = {}
+    for name, member in settings.members.items():
+        own = member.model_dump(by_alias=True, mode="json")
+        for key in FLEET_KEYS:
+            own.pop(key, None)
+        for hw in HARDWARE:
+            own[hw] = {k: v for k, v in own[hw].items() if k not in FLEET_HARDWARE_KEYS}
+        services[name] = own
+    dumped[SERVICES_KEY] = services
+    return dumped
+
+
+def effective(config: Mapping[str, Any], settings: Settings | Fleet | None) -> dict[str, Any]:
     """{dotted path: leaf} of a stack config: the project's keys as the settings resolve them
     (defaults included, so an explicit default is no change) when `settings` is given, else
     as written; other namespaces (`kubernetes:context`, ...) as written."""
@@ -144,7 +201,7 @@ def effective(config: Mapping[str, Any], settings: Settings | None) -> dict[str,
     if settings is None:
         return raw
     ours = f"{PROJECT}:"
-    dumped = settings.model_dump(by_alias=True, mode="json")
+    dumped = settings_dump(settings)
     values = {path: leaf for path, leaf in raw.items() if not path.startswith(ours)}
     values.update(flatten({f"{ours}{key}": value for key, value in dumped.items()}))
     return {path: leaf for path, leaf in values.items() if leaf is not None}
@@ -153,8 +210,8 @@ def effective(config: Mapping[str, Any], settings: Settings | None) -> dict[str,
 def config_changes(
     base: Mapping[str, Any],
     head: Mapping[str, Any],
-    base_settings: Settings | None = None,
-    head_settings: Settings | None = None,
+    base_settings: Settings | Fleet | None = None,
+    head_settings: Settings | Fleet | None = None,
 ) -> list[EnvelopeChange]:
     """Every config fact that differs between the base and the head stack config, except the
     step facts (`STEP_FACTS`), sorted by path: resolved through both sides' settings (read
@@ -166,14 +223,14 @@ def config_changes(
     after = effective(head, head_settings if both else None)
     changes = []
     for path in sorted(set(before) | set(after)):
-        if path in STEP_FACTS:
+        if is_step_fact(path):
             continue
         old, new = before.get(path), after.get(path)
         if path in before and path in after and _normal(old) == _normal(new):
             continue
-        if path in STEP_LOWERS and _falls(old, new):
+        if is_step_lowering(path) and _falls(old, new):
             continue
-        kind = "evidence" if path.partition(".")[0] in EVIDENCE_FACTS else "config"
+        kind = "evidence" if is_evidence(path) else "config"
         changes.append(
             EnvelopeChange(
                 _shown(path), _text(old, path in before), _text(new, path in after), kind
@@ -248,18 +305,26 @@ def other_stack_changes(head_root: Path, base_commit: str, stack: str) -> list[E
 
 
 def _lowers_weight_only(head_root: Path, base_commit: str, stack: str) -> bool:
-    """True when `Pulumi.<stack>.yaml` differs from the base only by a lower `ascendWeight`."""
+    """True when `Pulumi.<stack>.yaml` differs from the base only by lower weights: its
+    `ascendWeight`, or its fleet members' `services.<name>.ascendWeight`, none raised."""
     name = stack_path(head_root, stack).name
     before_text = show_file(head_root, base_commit, f"./{name}") or ""
     after_text = read_text(stack_path(head_root, stack))
     if parse_outside_config(before_text, name) != parse_outside_config(after_text, name):
         return False
-    before, after = parse_config(before_text, name), parse_config(after_text, name)
-    key = f"{PROJECT}:ascendWeight"
-    weights = str(before.pop(key, "")), str(after.pop(key, ""))
-    if before != after or not all(weight.isdigit() for weight in weights):
+    before = flatten(parse_config(before_text, name))
+    after = flatten(parse_config(after_text, name))
+    weights = {path for path in set(before) | set(after) if is_weight(path)}
+    if {p: v for p, v in before.items() if p not in weights} != {
+        p: v for p, v in after.items() if p not in weights
+    }:
         return False
-    return int(weights[1]) < int(weights[0])
+    pairs = [(str(before.get(path, "")), str(after.get(path, ""))) for path in weights]
+    if not pairs or not all(old.isdigit() and new.isdigit() for old, new in pairs):
+        return False
+    return all(int(new) <= int(old) for old, new in pairs) and any(
+        int(new) < int(old) for old, new in pairs
+    )
 
 
 def envelope_changes(
@@ -267,7 +332,7 @@ def envelope_changes(
     head: Mapping[str, Any],
     files: list[EnvelopeChange],
     stack: str,
-    settings: tuple[Settings | None, Settings | None] = (None, None),
+    settings: tuple[Settings | Fleet | None, Settings | Fleet | None] = (None, None),
 ) -> list[EnvelopeChange]:
     """The whole envelope diff: the stack file itself when it is new at the base (a first
     deploy), else its config changes (`settings`: base and head as the base's code reads

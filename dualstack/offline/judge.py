@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.settings import HARDWARE, Settings, SettingsError, load_settings
+from components.settings import HARDWARE, Fleet, Settings, SettingsError, load_fleet
 from dualstack.offline import base_cache
 from dualstack.offline.envelope import (
     envelope_changes,
@@ -41,7 +41,7 @@ from dualstack.offline.envelope import (
     stack_settings_changes,
 )
 from dualstack.offline.protocol import BASE_WEIGHT, PROTOCOL, JudgeError
-from dualstack.offline.render import RenderError, render
+from dualstack.offline.render import RenderError, render_fleet
 from dualstack.repo.git import GitError, git
 from dualstack.repo.stackfile import StackFileError, read_config, read_config_at
 
@@ -51,13 +51,19 @@ __all__ = ["BASE_WEIGHT", "PROTOCOL", "BaseSide", "HeadData", "JudgeError", "jud
 @dataclass(frozen=True)
 class BaseSide:
     """The base as its own code sees it: `config` None when `Pulumi.<stack>.yaml` is absent
-    at `commit` (a first deploy), else its settings and rendered objects."""
+    at `commit` (a first deploy), else its fleet of services and rendered objects
+    (`settings`: the first service's, for what every service shares)."""
 
     commit: str
     stack: str
     config: dict[str, Any] | None
-    settings: Settings | None
+    fleet: Fleet | None
     objects: list[dict[str, Any]]
+
+    @property
+    def settings(self) -> Settings | None:
+        """The first service's settings (the only one's in a single-service stack)."""
+        return self.fleet.first if self.fleet is not None else None
 
 
 @dataclass(frozen=True)
@@ -69,7 +75,7 @@ class HeadData:
     root: Path
     config: dict[str, Any]
     objects: list[dict[str, Any]] | None
-    previous_weight: int | str | None = BASE_WEIGHT
+    previous_weight: int | str | dict[str, int | None] | None = BASE_WEIGHT
     owner_approved: bool = False
 
 
@@ -89,14 +95,14 @@ def prepare_base(
         return BaseSide(commit, stack, None, None, [])
     try:
         if rendered is not None:
-            return BaseSide(commit, stack, config, load_settings(config), rendered)
-        settings, objects = render(config, stack)
+            return BaseSide(commit, stack, config, load_fleet(config), rendered)
+        fleet, objects = render_fleet(config, stack)
     except (SettingsError, RenderError) as exc:
         raise JudgeError(
             f"Pulumi.{stack}.yaml at the base {commit[:12]} does not render under the base's "
             f"own code ({str(exc).splitlines()[0]}), so the base cannot judge (fail closed)"
         ) from None
-    return BaseSide(commit, stack, config, settings, objects)
+    return BaseSide(commit, stack, config, fleet, objects)
 
 
 def base_of_tree(root: Path, stack: str, cache: Path | None = None) -> BaseSide:
@@ -142,7 +148,10 @@ def head_of_request(request: Mapping[str, Any]) -> HeadData:
     if not isinstance(config, dict) or not (objects is None or isinstance(objects, list)):
         raise JudgeError("request: headConfig must be a mapping and headObjects a list")
     previous = request.get("previousWeight", BASE_WEIGHT)
-    if previous is not None and previous != BASE_WEIGHT and not isinstance(previous, int):
+    if isinstance(previous, dict):  # a fleet's deployed weights, {service: weight or null}
+        if not all(w is None or isinstance(w, int) for w in previous.values()):
+            raise JudgeError(f"request: previousWeight {previous!r} is not a map of weights")
+    elif previous is not None and previous != BASE_WEIGHT and not isinstance(previous, int):
         raise JudgeError(f"request: previousWeight {previous!r} is not a weight")
     approved = request.get("ownerApproved", False)
     return HeadData(stack, root, config, objects, previous, approved is True)
@@ -155,7 +164,7 @@ def load_pack() -> None:
     import dualstack.offline.policy_run  # noqa: F401
 
 
-def _summary(settings: Settings) -> dict[str, Any]:
+def _service_summary(settings: Settings) -> dict[str, Any]:
     from components.workloads import replicas_for  # the program (pulumi): only when judging
 
     return {
@@ -164,6 +173,34 @@ def _summary(settings: Settings) -> dict[str, Any]:
         "images": {hw: settings.hardware(hw).image for hw in HARDWARE},
         "verifiedImages": settings.verified_facts,
     }
+
+
+def _summary(fleet: Fleet) -> dict[str, Any]:
+    """The base's `base` answer: the single service's summary, or for a fleet the first
+    service's beside `services` ({name: the same keys})."""
+    summary = _service_summary(fleet.first)
+    if fleet.declared:
+        summary["services"] = {s.name: _service_summary(s) for s in fleet}
+    return summary
+
+
+def previous_weights(base: Fleet | None, requested: Any) -> int | dict[str, int | None] | None:
+    """The deployed weight the pack judges against: `requested` when the caller gave one (a
+    number, or a fleet's {service: weight}), else the base's own weights (None without a
+    base: a first deploy). Raises JudgeError for one number given for a fleet."""
+    if requested != BASE_WEIGHT:
+        if isinstance(requested, int) and base is not None and base.declared:
+            raise JudgeError(
+                f"previousWeight {requested} is one number, but the stack holds the services "
+                f"{', '.join(base.names)}: give {{service: weight}} (`pulumi stack output "
+                "services`)"
+            )
+        return requested
+    if base is None:
+        return None
+    if base.declared:
+        return {s.name: s.ascend_weight for s in base}
+    return base.first.ascend_weight
 
 
 def judge(base: BaseSide, head: HeadData) -> dict[str, Any]:
@@ -183,14 +220,14 @@ def judge(base: BaseSide, head: HeadData) -> dict[str, Any]:
     if head.stack != base.stack:
         raise JudgeError(f"request is for stack {head.stack!r}, the base for {base.stack!r}")
     try:
-        head_settings: Settings | None = load_settings(head.config)
+        head_fleet: Fleet | None = load_fleet(head.config)
     except SettingsError as exc:
-        if base.settings is None or head.owner_approved:
+        if base.fleet is None or head.owner_approved:
             raise JudgeError(
                 f"the base's code cannot read the head's Pulumi.{head.stack}.yaml: "
                 f"{str(exc).splitlines()[0]}"
             ) from None
-        head_settings = None  # the base's facts judge; the envelope diff names the keys
+        head_fleet = None  # the base's facts judge; the envelope diff names the keys
     try:
         files = file_changes(head.root, base.commit)
         files = [*other_stack_changes(head.root, base.commit, base.stack), *files]
@@ -198,16 +235,13 @@ def judge(base: BaseSide, head: HeadData) -> dict[str, Any]:
             files = [*stack_settings_changes(head.root, base.commit, base.stack), *files]
     except (GitError, StackFileError) as exc:
         raise JudgeError(f"cannot compare the head's tree with the base: {exc}") from None
-    sides = (base.settings, head_settings)
+    sides = (base.fleet, head_fleet)
     envelope = envelope_changes(base.config, head.config, files, base.stack, sides)
-    if head.previous_weight == BASE_WEIGHT:
-        previous = base.settings.ascend_weight if base.settings is not None else None
-    else:
-        previous = head.previous_weight  # type: ignore[assignment]
+    previous = previous_weights(base.fleet, head.previous_weight)
     config = pack_config(
-        head_settings or base.settings,  # type: ignore[arg-type]
+        head_fleet or base.fleet,  # type: ignore[arg-type]
         previous,
-        base.settings,
+        base.fleet,
         base_objects=base.objects,
         envelope=envelope,
         owner_approved=head.owner_approved,
@@ -220,8 +254,8 @@ def judge(base: BaseSide, head: HeadData) -> dict[str, Any]:
         "stack": base.stack,
         "pack": PACK_NAME,
         "baseCommit": base.commit,
-        "firstDeploy": base.settings is None,
-        "base": _summary(base.settings) if base.settings is not None else None,
+        "firstDeploy": base.fleet is None,
+        "base": _summary(base.fleet) if base.fleet is not None else None,
         "baseObjects": base.objects,
         "previousWeight": previous,
         "ownerApproved": head.owner_approved,

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from components.naming import POOL_LABEL
-from components.settings import HARDWARE, TOTAL_WEIGHT, Settings
+from components.settings import HARDWARE, TOTAL_WEIGHT, Fleet, Settings
 from dualstack.offline.envelope import EnvelopeChange
 from policies import POLICIES
 
@@ -104,6 +104,58 @@ def settings_facts(
     return {key: value for key, value in facts.items() if value is not None}
 
 
+SERVICE_FACTS = (
+    "previousWeight",
+    "previousAscendImage",
+    "previousImages",
+    "verifiedImages",
+    "totalReplicas",
+    "ascendCapacityRatio",
+)
+"""The facts that belong to one service of a fleet: under policy config `services.<name>`
+(`policies.members`), never at the stack level of a fleet's config."""
+
+FLEET_ONLY = frozenset({"services"})
+"""Schema keys only a fleet's config carries (`fleet_facts`); a single-service stack's has
+none of them."""
+
+PreviousWeight = int | None | Mapping[str, int | None]
+"""The deployed weight: one number for a single-service stack, {service: weight or None} for
+a fleet (a service missing from the mapping, or None, was never deployed)."""
+
+
+def as_fleet(settings: Fleet | Settings) -> Fleet:
+    """A `Fleet` as it is, or one service's `Settings` as a fleet of one."""
+    if isinstance(settings, Fleet):
+        return settings
+    return Fleet({settings.name: settings}, declared=settings.member is not None)
+
+
+def fleet_facts(
+    judged: Fleet,
+    head: Fleet,
+    previous: Mapping[str, int | None],
+    base: Fleet | None,
+) -> dict[str, Any]:
+    """Every policy config value of a fleet: the stack's facts from `judged` (the pools, the
+    ladder, ...) without the per-service ones, and `services`: {name: that service's facts}
+    for every service of the head, from its `judged` settings when it has them (else the
+    head's: a new service), its deployed weight `previous[name]` and its BASE record (none for
+    a new service: no previous image, nothing verified)."""
+    facts = settings_facts(judged.first, None, None)
+    for key in SERVICE_FACTS:
+        facts.pop(key, None)
+    services = {}
+    for name, settings in head.members.items():
+        own = judged.members.get(name, settings)
+        deployed = base.members.get(name) if base is not None else None
+        each = settings_facts(own, previous.get(name), deployed)
+        each.setdefault("verifiedImages", [])
+        services[name] = {key: each[key] for key in SERVICE_FACTS if key in each}
+    facts["services"] = services
+    return facts
+
+
 def _canonical(value: Any) -> Any:
     """`value` as plain JSON data: mappings -> dicts, sequences -> lists, whole floats -> ints
     (the pack sees engine floats, `replicas: 4.0`; the render gives ints)."""
@@ -151,9 +203,9 @@ def template_facts(objects: Iterable[Mapping[str, Any]]) -> dict[str, str]:
 
 
 def pack_config(
-    settings: Settings,
-    previous_weight: int | None,
-    base: Settings | None = None,
+    settings: Settings | Fleet,
+    previous_weight: PreviousWeight,
+    base: Settings | Fleet | None = None,
     base_objects: Iterable[Mapping[str, Any]] | None = None,
     envelope: Iterable[EnvelopeChange] | None = None,
     owner_approved: bool = False,
@@ -168,9 +220,21 @@ def pack_config(
     `envelope` the changes of the safety envelope (None: not computed, so policy
     `safety-envelope-unchanged` fails closed); `owner_approved` whether the code host reports
     the owners' approval.
+
+    A fleet (`Fleet`, declared `services`) gets its per-service facts under `services`
+    (`fleet_facts`); `previous_weight` is then {service: weight}. A single-service stack's
+    config is as it always was.
     """
-    judged = settings if base is None or owner_approved else base
-    facts = settings_facts(judged, previous_weight, base)
+    head_fleet = as_fleet(settings)
+    base_fleet = as_fleet(base) if base is not None else None
+    judged_fleet = head_fleet if base_fleet is None or owner_approved else base_fleet
+    judged = judged_fleet.first
+    if head_fleet.declared or (base_fleet is not None and base_fleet.declared):
+        previous = previous_weight if isinstance(previous_weight, Mapping) else {}
+        facts = fleet_facts(judged_fleet, head_fleet, previous, base_fleet)
+    else:
+        single = previous_weight if not isinstance(previous_weight, Mapping) else None
+        facts = settings_facts(judged, single, base_fleet.first if base_fleet else None)
     if envelope is not None:
         facts["envelopeChanges"] = [change.as_fact() for change in envelope]
     facts["ownerApproved"] = owner_approved

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from components.settings import HARDWARE, Settings, load_settings
+from components.settings import HARDWARE, Fleet, Settings, load_fleet
 from components.settings.evidence import pair_verified
 from components.workloads import replicas_for
 from dualstack.errors import UsageError
@@ -27,7 +27,7 @@ from dualstack.offline.head_render import HeadRender
 from dualstack.offline.judge import BASE_WEIGHT, HeadData, JudgeError, base_of_tree, judge
 from dualstack.offline.judge_client import BaseJudge, BaseRef, base_judge, request, resolve_base
 from dualstack.offline.policy_results import PolicyResult, blocking, report_lines
-from dualstack.offline.render import render, sort_key
+from dualstack.offline.render import render_fleet, sort_key
 from dualstack.offline.schemas import validate_objects
 from dualstack.repo.stack_config import load_stack_config
 from dualstack.repo.stackfile import read_config
@@ -35,10 +35,30 @@ from dualstack.repo.stackfile import read_config
 
 @dataclass(frozen=True)
 class Side:
-    """The head as rendered: its settings (read by the running code) and objects."""
+    """A stack as rendered: one service's settings (read by the running code), the objects
+    of every service, and the fleet (None: the stack's one service, `settings`)."""
 
     settings: Settings
     objects: list[dict[str, Any]]
+    fleet: Fleet | None = None
+
+    @property
+    def judged(self) -> Fleet | Settings:
+        """What the pack's facts are computed from: the fleet, else the one service."""
+        return self.fleet if self.fleet is not None else self.settings
+
+    @property
+    def members(self) -> list[Settings]:
+        """Every service's settings, in stack-file order."""
+        return list(self.fleet) if self.fleet is not None else [self.settings]
+
+
+def side_of(fleet: Fleet, objects: list[dict[str, Any]], service: str | None = None) -> Side:
+    """A Side of `fleet`'s render, its `settings` those of `service` (default: the only
+    service, or the first of a fleet of several). Raises SettingsError for an unknown
+    `service`."""
+    settings = fleet.member(service) if service is not None or len(fleet) == 1 else fleet.first
+    return Side(settings, objects, fleet)
 
 
 @dataclass(frozen=True)
@@ -51,6 +71,16 @@ class BaseView:
     images: dict[str, str]
     verified: list[dict[str, str]]
     objects: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ServiceView:
+    """One service of the previewed stack: its head settings, the base's view of it (None: a
+    first deploy, or a service new in the head) and its previous (deployed) weight."""
+
+    settings: Settings
+    base: BaseView | None
+    previous_weight: int | None
 
 
 @dataclass(frozen=True)
@@ -72,6 +102,12 @@ class Preview:
     pack: str = "dualstack-migration"
     policy_results: list[PolicyResult] = field(default_factory=list)
     """The base's policy pack's results over the head (see `dualstack.offline.policy_run`)."""
+    services: list[ServiceView] = field(default_factory=list)
+    """Every service of the head (one for a single-service stack)."""
+    every_service: bool = False
+    """True when no service was asked of a fleet of several: the report shows each one."""
+    first_deploy: bool = False
+    """True when the stack file is absent at the base (nothing to compare the objects with)."""
 
     @property
     def violations(self) -> list[PolicyResult]:
@@ -97,48 +133,77 @@ def check_policies(
     from dualstack.offline.policy_config import pack_config
     from dualstack.offline.policy_run import run_policies
 
-    config = pack_config(side.settings, previous_weight, base, base_objects, envelope=())
+    config = pack_config(side.judged, previous_weight, base, base_objects, envelope=())
     return run_policies(side.objects, config, stack)
 
 
-def assemble(stack: str, head: Side, label: str, verdict: Mapping[str, Any], where: str) -> Preview:
-    """A Preview of the head from the base's judge `verdict` (a protocol response)."""
+def _service_view(settings: Settings, verdict: Mapping[str, Any]) -> ServiceView:
+    """One service as the base's judge `verdict` describes it (KeyError / TypeError when the
+    verdict is malformed)."""
+    summary = verdict["base"]
+    previous = verdict.get("previousWeight")
+    if isinstance(previous, dict):  # a fleet: this service's deployed weight
+        previous = previous.get(settings.name)
+    if summary is not None and "services" in summary:  # a fleet: this service's summary
+        summary = summary["services"].get(settings.name)
+        if summary is None:
+            previous = None
+    base = None
+    if summary is not None:
+        base = BaseView(
+            verdict["baseCommit"],
+            summary["ascendWeight"],
+            summary["replicas"],
+            summary["images"],
+            summary["verifiedImages"],
+            verdict["baseObjects"],
+        )
+    return ServiceView(settings, base, previous)
+
+
+def assemble(
+    stack: str,
+    head: Side,
+    label: str,
+    verdict: Mapping[str, Any],
+    where: str,
+    every_service: bool = False,
+) -> Preview:
+    """A Preview of the head from the base's judge `verdict` (a protocol response); its
+    header is `head.settings`'s service, or each service's with `every_service`."""
     try:
         results = [PolicyResult(**r) for r in verdict["results"]]
         envelope = [EnvelopeChange(**c) for c in verdict["envelope"]]
-        summary = verdict["base"]
-        base = None
-        if summary is not None:
-            base = BaseView(
-                verdict["baseCommit"],
-                summary["ascendWeight"],
-                summary["replicas"],
-                summary["images"],
-                summary["verifiedImages"],
-                verdict["baseObjects"],
-            )
-    except (KeyError, TypeError) as exc:
+        services = [_service_view(settings, verdict) for settings in head.members]
+        chosen = next(v for v in services if v.settings.name == head.settings.name)
+        base_objects = verdict["baseObjects"] if verdict["base"] is not None else []
+    except (KeyError, TypeError, StopIteration) as exc:
         raise JudgeError(
             f"the base's judge at {label} answered a malformed verdict: {exc}"
         ) from None
+    first_deploy = verdict["base"] is None
     note = None
-    if base is None:
+    if first_deploy:
         note = f"Pulumi.{stack}.yaml does not exist at {label}: judged as a first deploy"
-    objects = base.objects if base is not None else []
+    base = chosen.base
+    objects = base_objects
     return Preview(
         stack,
         head,
         base,
         label,
         judge_where=where,
-        previous_weight=verdict.get("previousWeight"),
+        previous_weight=chosen.previous_weight,
         base_note=note,
         envelope=envelope,
         owner_approved=bool(verdict.get("ownerApproved")),
-        changes=object_changes(objects, head.objects) if base is not None else [],
-        diff=unified_diff(objects, head.objects, "base", "head") if base is not None else "",
+        changes=object_changes(objects, head.objects) if not first_deploy else [],
+        diff=unified_diff(objects, head.objects, "base", "head") if not first_deploy else "",
         pack=str(verdict.get("pack") or "the base's pack"),
         policy_results=results,
+        services=services,
+        every_service=every_service and len(services) > 1,
+        first_deploy=first_deploy,
     )
 
 
@@ -159,20 +224,23 @@ def judged_preview(
     base_code: BaseJudge,
     overrides: Iterable[str] = (),
     owner_approved: bool = False,
+    service: str | None = None,
 ) -> Preview:
     """Render the head (working tree + overrides) with this code and have `base_code`, the
     base's judge (already started, see `dualstack.offline.judge_client.base_judge`), judge it.
+    The report's header is `service`'s (default: the only one; for a fleet of several, each
+    service's); the judgement is the fleet's.
 
     Raises SettingsError / SchemaError for an invalid head and JudgeError when the base
     cannot judge.
     """
     head_config = load_stack_config(root, stack, overrides)
-    head_settings, head_objects = render(head_config, stack)
+    head_fleet, head_objects = render_fleet(head_config, stack)
+    head = side_of(head_fleet, head_objects, service)
     base_code.submit(request(stack, root, head_config, head_objects, owner_approved))
     validate_objects(head_objects)  # while the base's pack runs
     verdict = base_code.answer()
-    head = Side(head_settings, head_objects)
-    return assemble(stack, head, base.label, verdict, base_code.where)
+    return assemble(stack, head, base.label, verdict, base_code.where, service is None)
 
 
 def build_preview(
@@ -181,20 +249,25 @@ def build_preview(
     base_ref: str | None,
     overrides: Iterable[str] = (),
     owner_approved: bool = False,
+    service: str | None = None,
 ) -> Preview:
     """The head (working tree + overrides) rendered with this code and judged by the base at
-    `base_ref` with its own code and facts.
+    `base_ref` with its own code and facts; the header is `service`'s.
 
     Raises UsageError without a base, SettingsError / SchemaError for an invalid head,
     StackFileError for a ref that is not a commit, and JudgeError when the base cannot judge.
     """
     base = resolve_base(root, require_base(base_ref))
     with base_judge(root, base, stack) as base_code:
-        return judged_preview(root, stack, base, base_code, overrides, owner_approved)
+        return judged_preview(root, stack, base, base_code, overrides, owner_approved, service)
 
 
 def build_preview_from_base(
-    root: Path, stack: str, head_root: Path, owner_approved: bool = False
+    root: Path,
+    stack: str,
+    head_root: Path,
+    owner_approved: bool = False,
+    service: str | None = None,
 ) -> Preview:
     """The preview run by the base's code: `root` is the base checkout (this code's tree),
     `head_root` the head's tree, rendered by its own code and read as data. Raises JudgeError
@@ -209,7 +282,7 @@ def build_preview_from_base(
     head_objects = rendering.finish()
     head_config = read_config(head_root, stack)
     try:
-        head_settings = load_settings(head_config)
+        head = side_of(load_fleet(head_config), head_objects, service)
     except ValueError as exc:
         raise JudgeError(
             f"the base's code cannot read the head's Pulumi.{stack}.yaml: "
@@ -218,37 +291,46 @@ def build_preview_from_base(
     data = HeadData(stack, head_root, head_config, head_objects, BASE_WEIGHT, owner_approved)
     verdict = judge(base, data)
     label = f"{root} ({base.commit[:7]})"
-    return assemble(stack, Side(head_settings, head_objects), label, verdict, "this checkout")
+    return assemble(stack, head, label, verdict, "this checkout", service is None)
 
 
-def weight_line(preview: Preview) -> str:
+def _view(preview: Preview | ServiceView) -> ServiceView:
+    if isinstance(preview, ServiceView):
+        return preview
+    return ServiceView(preview.head.settings, preview.base, preview.previous_weight)
+
+
+def weight_line(preview: Preview | ServiceView) -> str:
     """`Ascend weight: 5% -> 20% (ladder step 2 of 5, next 50%)`."""
-    settings = preview.head.settings
+    view = _view(preview)
+    settings = view.settings
     last = len(settings.ladder) - 1
     step = f"ladder step {settings.ladder_position} of {last}"
     step += f", next {settings.next_step}%" if settings.next_step is not None else ", complete"
-    before = preview.previous_weight
+    before = view.previous_weight
     moved = f"{before}% -> " if before is not None and before != settings.ascend_weight else ""
     if before == settings.ascend_weight:
         moved = "unchanged at "
     return f"Ascend weight: {moved}{settings.ascend_weight}% ({step})"
 
 
-def replicas_line(preview: Preview) -> str:
+def replicas_line(preview: Preview | ServiceView) -> str:
     """`Replicas: nvidia 4 -> 4, ascend 1 -> 2`."""
+    view = _view(preview)
     parts = []
     for hw in HARDWARE:
-        now = replicas_for(preview.head.settings, hw)
-        was = preview.base.replicas.get(hw) if preview.base else None
+        now = replicas_for(view.settings, hw)
+        was = view.base.replicas.get(hw) if view.base else None
         parts.append(f"{hw} {was} -> {now}" if was is not None and was != now else f"{hw} {now}")
     return "Replicas: " + ", ".join(parts)
 
 
-def image_line(preview: Preview) -> str:
+def image_line(preview: Preview | ServiceView) -> str:
     """`Ascend image: X (precision-verified at the base)`: the base's record, not the head's."""
-    settings = preview.head.settings
+    view = _view(preview)
+    settings = view.settings
     image = settings.ascend.image
-    verified = preview.base.verified if preview.base else []
+    verified = view.base.verified if view.base else []
     if pair_verified(verified, settings.nvidia.image, image):
         return f"Ascend image: {image} (precision-verified at the base)"
     return f"Ascend image: {image} (NOT verified at the base)"
@@ -272,13 +354,29 @@ def policy_lines(preview: Preview) -> list[str]:
     """The policy section: summary, then violations, advisories and passes, one per line."""
     before = preview.previous_weight
     context = f"previous weight {before}%" if before is not None else "no previous weight"
+    if preview.every_service:
+        shown = (
+            f"{v.settings.name} {'none' if v.previous_weight is None else f'{v.previous_weight}%'}"
+            for v in preview.services
+        )
+        context = "previous weights " + ", ".join(shown)
     return report_lines(preview.policy_results, context, preview.pack)
 
 
 def format_preview(preview: Preview) -> str:
     """The human report: header lines, object list, then the unified diff."""
-    lines = [f"Stack {preview.stack}", weight_line(preview), replicas_line(preview)]
-    lines.append(image_line(preview))
+    settings = preview.head.settings
+    if preview.every_service:
+        lines = [f"Stack {preview.stack}: {len(preview.services)} services"]
+        for view in preview.services:
+            lines.append(f"Service {view.settings.name}")
+            lines += [f"  {line(view)}" for line in (weight_line, replicas_line, image_line)]
+    else:
+        title = f"Stack {preview.stack}"
+        if settings.member is not None:
+            title += f", service {settings.name}"
+        lines = [title, weight_line(preview), replicas_line(preview)]
+        lines.append(image_line(preview))
     lines.append(f"Base: {preview.base_label}")
     if preview.judge_where:
         lines.append(f"Judged by the base's code and facts ({preview.judge_where})")
@@ -286,7 +384,7 @@ def format_preview(preview: Preview) -> str:
         lines.append(f"Note: {preview.base_note}")
     lines += envelope_lines(preview)
     lines += policy_lines(preview)
-    if preview.base is None:
+    if preview.first_deploy:
         lines.append(f"Objects: {len(preview.head.objects)} (no base to compare)")
         lines += [
             f"  {ObjectChange(sort_key(o), 'create').describe()}" for o in preview.head.objects

@@ -9,7 +9,7 @@ from components.settings import HARDWARE
 from components.settings.evidence import pair_verified
 from components.workloads import replicas_for
 from dualstack.offline.policy_results import PolicyResult
-from dualstack.offline.preview import Preview
+from dualstack.offline.preview import Preview, ServiceView
 
 
 def policy_data(result: PolicyResult) -> dict[str, Any]:
@@ -24,19 +24,15 @@ def policy_data(result: PolicyResult) -> dict[str, Any]:
     }
 
 
-def preview_data(preview: Preview) -> dict[str, Any]:
-    """The preview of one stack: weights, replicas, image, base, the safety-envelope changes,
-    policies, object changes and the unified diff. `previousWeight` is null on a first deploy
-    (no stack file at the base); `ascendImageVerified` is the BASE's record of the served pair;
-    `changes[].change` is create, update or delete."""
-    head = preview.head.settings
-    base = preview.base
+def service_data(view: ServiceView) -> dict[str, Any]:
+    """One service of a preview: `{"service", "ascendWeight", "previousWeight",
+    "ladderPosition", "nextStep", "replicas", "ascendImage", "ascendImageVerified"}`."""
+    head, base = view.settings, view.base
     verified = base.verified if base is not None else []
     return {
-        "stack": preview.stack,
-        "passed": not preview.violations,
+        "service": head.name,
         "ascendWeight": head.ascend_weight,
-        "previousWeight": preview.previous_weight,
+        "previousWeight": view.previous_weight,
         "ladderPosition": f"{head.ladder_position}/{len(head.ladder) - 1}",
         "nextStep": head.next_step,
         "replicas": {
@@ -48,6 +44,23 @@ def preview_data(preview: Preview) -> dict[str, Any]:
         },
         "ascendImage": head.ascend.image,
         "ascendImageVerified": pair_verified(verified, head.nvidia.image, head.ascend.image),
+    }
+
+
+def preview_data(preview: Preview) -> dict[str, Any]:
+    """The preview of one stack: weights, replicas, image, base, the safety-envelope changes,
+    policies, object changes and the unified diff. The top-level service fields are the
+    service asked (`service`; a fleet's first without `--service`), `services` lists every
+    service of the stack the same way. `previousWeight` is null on a first deploy (no stack
+    file at the base); `ascendImageVerified` is the BASE's record of the served pair;
+    `changes[].change` is create, update or delete."""
+    chosen = ServiceView(preview.head.settings, preview.base, preview.previous_weight)
+    services = preview.services or [chosen]
+    return {
+        "stack": preview.stack,
+        "passed": not preview.violations,
+        **service_data(chosen),
+        "services": [service_data(view) for view in services],
         "base": preview.base_label,
         "baseNote": preview.base_note,
         "judge": preview.judge_where,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from components.settings import PROJECT, Settings, load_settings
+from components.settings import PROJECT, Fleet, Settings, load_fleet
 
 if TYPE_CHECKING:
     from dualstack.offline.mocks import Registered
@@ -124,12 +124,26 @@ def objects_of(resources: list[Registered]) -> list[dict[str, Any]]:
     return objects
 
 
-def render(config: Mapping[str, Any], stack: str) -> tuple[Settings, list[dict[str, Any]]]:
-    """Validate `config`, run the program and return (settings, sorted objects).
+def render_fleet(config: Mapping[str, Any], stack: str) -> tuple[Fleet, list[dict[str, Any]]]:
+    """Validate `config`, run the program and return (the fleet, sorted objects of every
+    service).
 
     Raises SettingsError (before anything is registered) or RenderError.
     """
-    settings = load_settings(config, PROJECT)
+    fleet = load_fleet(config, PROJECT)
+    return fleet, objects_of(run_program(config, stack))
+
+
+def render(
+    config: Mapping[str, Any], stack: str, service: str | None = None
+) -> tuple[Settings, list[dict[str, Any]]]:
+    """`render_fleet`, with the settings of one service (`service`, or the only one): the
+    objects are still every service's.
+
+    Raises SettingsError (also for a fleet of several without `service`) or RenderError.
+    """
+    fleet = load_fleet(config, PROJECT)
+    settings = fleet.member(service)
     return settings, objects_of(run_program(config, stack))
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -255,14 +256,70 @@ def _styled(value: Any, previous: Any) -> Any:
     return DoubleQuotedScalarString(text)
 
 
+def _styled_nested(value: Any, previous: Any) -> Any:
+    """`value` under a path (`pulumi config set --path`), in the kind and quoting the previous
+    value had: a plain integer stays one, `"20"` stays double-quoted, `'20'` single-quoted; a
+    new key gets what `--path` writes (digits an integer, other text a plain string)."""
+    if isinstance(value, dict | list):
+        return value
+    text = str(value)
+    if isinstance(previous, SingleQuotedScalarString):
+        return SingleQuotedScalarString(text)
+    if isinstance(previous, DoubleQuotedScalarString):
+        return DoubleQuotedScalarString(text)
+    if isinstance(previous, str):
+        return text
+    if text.isdigit() and text.isascii():
+        return int(text)
+    return text
+
+
+def _set_path(config: Any, full_key: str, path: list[str], value: Any, origin: str) -> Any:
+    """Set `config[full_key]` (`path` empty) or the field `path` inside it; the previous value.
+
+    Raises StackFileError when a part of the path is there but not a mapping."""
+    if not path:
+        previous = config.get(full_key)
+        config[full_key] = _styled(value, previous)
+        return previous
+    node = config
+    key = full_key
+    for part in path:
+        child = node.get(key)
+        if child is None:
+            node[key] = {}
+            child = node[key]
+        if not isinstance(child, dict):
+            raise StackFileError(
+                f"{origin}: {key} = {shown(child, 60)} is not a mapping; cannot set "
+                f"{'.'.join([full_key, *path])} in it"
+            )
+        node, key = child, part
+    previous = node.get(key)
+    node[key] = _styled_nested(value, previous)
+    return previous
+
+
 def set_config_value(root: Path, stack: str, key: str, value: Any, project: str = PROJECT) -> str:
     """Set `<project>:<key>` in `Pulumi.<stack>.yaml` as `pulumi config set` would (a string
-    for scalars), keeping every other line, comment and quote as it was, the file's line
-    endings (LF or CRLF), its indentation and its list style (see `detect_style`), so a step
-    is a one-line diff.
+    for scalars); a dotted key (`services.chat.ascendWeight`) sets that field as `pulumi config
+    set --path` would (digits an integer). See `set_config_values`; returns the previous value
+    as text ("" when unset)."""
+    return set_config_values(root, stack, {key: value}, project)[key]
 
-    Returns the previous value as text ("" when unset). Raises StackFileError if the file is
-    missing or malformed; on any error the file is left as it was.
+
+def set_config_values(
+    root: Path, stack: str, values: Mapping[str, Any], project: str = PROJECT
+) -> dict[str, str]:
+    """Set each `<project>:<key>` of `values` in `Pulumi.<stack>.yaml` in one write, keeping
+    every other line, comment and quote as it was, the file's line endings (LF or CRLF), its
+    indentation and its list style (see `detect_style`), so a step is a one-line diff. A
+    dotted key is a path into a structured key (`services.chat.ascendWeight`: the field
+    `ascendWeight` of `services.chat`), created when absent, as `pulumi config set --path`.
+
+    Returns {key: the previous value as text ("" when unset)}. Raises StackFileError if the
+    file is missing or malformed, or a path runs through a value that is not a mapping; on
+    any error the file is left as it was.
     """
     path = stack_path(root, stack)
     if not path.is_file():
@@ -284,9 +341,11 @@ def set_config_value(root: Path, stack: str, key: str, value: Any, project: str 
     if document.get("config") is None:
         document["config"] = {}
     config = document["config"]
-    full_key = f"{project}:{key}"
-    previous = config.get(full_key)
-    config[full_key] = _styled(value, previous)
+    previous = {}
+    for key, value in values.items():
+        top, *inner = key.split(".")
+        before = _set_path(config, f"{project}:{top}", inner, value, path.name)
+        previous[key] = "" if before is None else str(before)
     buffer = io.StringIO()
     yaml.dump(document, buffer)
     out = buffer.getvalue()
@@ -295,4 +354,4 @@ def set_config_value(root: Path, stack: str, key: str, value: Any, project: str 
     if crlf:
         out = out.replace("\n", "\r\n")
     path.write_bytes((bom + out).encode("utf-8"))
-    return "" if previous is None else str(previous)
+    return previous

@@ -17,7 +17,7 @@ import shlex
 
 from components import resource_names as names
 from components.http_route import backend_ref
-from components.settings import HARDWARE, PROJECT, Hardware, Settings
+from components.settings import HARDWARE, PROJECT, Fleet, Hardware, Settings
 from components.traffic import (
     renders_http_route,
     renders_virtual_service,
@@ -26,9 +26,6 @@ from components.traffic import (
 )
 from components.workloads import replicas_for
 
-_TRAFFIC = names.child(names.TOP_NAME, names.TRAFFIC)
-_MONITORING = names.child(names.TOP_NAME, names.MONITORING)
-
 
 def urn(stack: str, types: tuple[str, ...], name: str) -> str:
     """`urn:pulumi:<stack>::<project>::<type$type$...>::<name>`."""
@@ -36,59 +33,91 @@ def urn(stack: str, types: tuple[str, ...], name: str) -> str:
 
 
 def virtual_service_urn(settings: Settings, stack: str) -> str:
-    """URN of the VirtualService that splits traffic."""
+    """URN of the VirtualService that splits the service's traffic (`inference-traffic-...`,
+    `inference-chat-traffic-...` for the fleet member `chat`)."""
     kind = f"kubernetes:{settings.istio.api_version}:VirtualService"
     types = (names.STACK_TYPE, names.TRAFFIC_TYPE, kind)
-    return urn(stack, types, names.child(_TRAFFIC, names.VIRTUAL_SERVICE))
+    traffic = names.child(names.service_prefix(settings.member), names.TRAFFIC)
+    return urn(stack, types, names.child(traffic, names.VIRTUAL_SERVICE))
 
 
-def httproute_urn(stack: str) -> str:
-    """URN of the HTTPRoute that splits traffic with `router: gateway-api`."""
+def httproute_urn(stack: str, member: str | None = None) -> str:
+    """URN of the HTTPRoute that splits traffic with `router: gateway-api` (of the fleet
+    member `member`)."""
     types = (names.STACK_TYPE, names.TRAFFIC_TYPE, names.HTTP_ROUTE_TOKEN)
-    return urn(stack, types, names.child(_TRAFFIC, names.HTTP_ROUTE))
+    traffic = names.child(names.service_prefix(member), names.TRAFFIC)
+    return urn(stack, types, names.child(traffic, names.HTTP_ROUTE))
 
 
 def traffic_urns(settings: Settings, stack: str) -> list[str]:
-    """URNs of the objects that route traffic: the HTTPRoute (gateway-api), the VirtualService
-    (istio, or classic gateways kept during a cut-over)."""
-    found = [httproute_urn(stack)] if renders_http_route(settings) else []
+    """URNs of the objects that route the service's traffic: the HTTPRoute (gateway-api), the
+    VirtualService (istio, or classic gateways kept during a cut-over)."""
+    found = [httproute_urn(stack, settings.member)] if renders_http_route(settings) else []
     if renders_virtual_service(settings):
         found.append(virtual_service_urn(settings, stack))
     return found
 
 
-def deployment_urn(stack: str, hardware: Hardware) -> str:
-    """URN of one backend's Deployment."""
+def deployment_urn(stack: str, hardware: Hardware, member: str | None = None) -> str:
+    """URN of one backend's Deployment (of the fleet member `member`)."""
     types = (names.STACK_TYPE, names.WORKLOAD_TYPE, "kubernetes:apps/v1:Deployment")
-    return urn(stack, types, names.child(names.child(names.TOP_NAME, hardware), names.DEPLOYMENT))
+    workload = names.child(names.service_prefix(member), hardware)
+    return urn(stack, types, names.child(workload, names.DEPLOYMENT))
 
 
-def prometheus_rule_urn(stack: str) -> str:
+def prometheus_rule_urn(stack: str, member: str | None = None) -> str:
     """URN of the monitoring PrometheusRule (it records the configured weight)."""
     kind = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
     types = (names.STACK_TYPE, names.MONITORING_TYPE, kind)
-    return urn(stack, types, names.child(_MONITORING, names.RULES))
+    monitoring = names.child(names.service_prefix(member), names.MONITORING)
+    return urn(stack, types, names.child(monitoring, names.RULES))
 
 
-def weight_targets(before: Settings, after: Settings, stack: str) -> list[str]:
+def _as_fleet(settings: Fleet | Settings) -> Fleet:
+    if isinstance(settings, Fleet):
+        return settings
+    return Fleet({settings.name: settings}, declared=settings.member is not None)
+
+
+def moved_services(before: Fleet | Settings, after: Fleet | Settings) -> list[str]:
+    """The services whose weight differs between `before` and `after` (a service new in
+    `after` counts as moved); every service when none moved (a rollback that re-applies the
+    split as it is)."""
+    old, new = _as_fleet(before), _as_fleet(after)
+    moved = [
+        name
+        for name, settings in new.members.items()
+        if name not in old.members or old.members[name].ascend_weight != settings.ascend_weight
+    ]
+    return moved or new.names
+
+
+def weight_targets(before: Fleet | Settings, after: Fleet | Settings, stack: str) -> list[str]:
     """Every object whose content depends on the weight, in apply order: the one definition
     the emergency rollback (`dualstack rollback`, `dualstack ci rollback-targets` and the
-    pipelines) targets.
+    pipelines) targets. `before` / `after` are one service's settings or a fleet's.
 
+    For each service whose weight moves (`moved_services`; every one when none does):
     [NVIDIA's Deployment, only when the change needs more NVIDIA pods (capacity first: Pulumi
-    waits for the rollout), the traffic objects (`traffic_urns`: the HTTPRoute and/or the
-    VirtualService), the PrometheusRule when monitoring is on (it records the configured
-    weight; a stale one fires AscendNoTraffic)].
+    waits for the rollout)], then each such service's traffic objects (`traffic_urns`: the
+    HTTPRoute and/or the VirtualService), then its PrometheusRule when monitoring is on (it
+    records the configured weight; a stale one fires AscendNoTraffic). A fleet member whose
+    weight stays is not targeted: a targeted `up` of it would roll out whatever of it is
+    merged but not deployed.
     """
-    targets = traffic_urns(after, stack)
-    if replicas_for(after, "nvidia") > replicas_for(before, "nvidia"):
-        targets.insert(0, deployment_urn(stack, "nvidia"))
-    if after.monitoring.enabled:
-        targets.append(prometheus_rule_urn(stack))
-    return targets
+    old, new = _as_fleet(before), _as_fleet(after)
+    services = [new.members[name] for name in moved_services(old, new)]
+    grow = [
+        deployment_urn(stack, "nvidia", s.member)
+        for s in services
+        if replicas_for(s, "nvidia") > replicas_for(old.members.get(s.name, s), "nvidia")
+    ]
+    traffic = [target for s in services for target in traffic_urns(s, stack)]
+    rules = [prometheus_rule_urn(stack, s.member) for s in services if s.monitoring.enabled]
+    return [*grow, *traffic, *rules]
 
 
-def targeted_up(before: Settings, after: Settings, stack: str) -> str:
+def targeted_up(before: Fleet | Settings, after: Fleet | Settings, stack: str) -> str:
     """`pulumi up --stack S --target ...` over `weight_targets(before, after, stack)`."""
     flags = " ".join(f"--target {shlex.quote(t)}" for t in weight_targets(before, after, stack))
     return f"pulumi up --stack {shlex.quote(stack)} {flags}"
@@ -157,24 +186,36 @@ def scale_command(settings: Settings, hardware: Hardware) -> str:
     return f"kubectl -n {settings.namespace} scale deployment {name} --replicas={replicas}"
 
 
-def instructions(before: Settings, after: Settings, stack: str) -> list[str]:
-    """The rollback SOP as lines: targeted apply, landing the change, break-glass caveat."""
+def instructions(before: Fleet | Settings, after: Fleet | Settings, stack: str) -> list[str]:
+    """The rollback SOP as lines: targeted apply, landing the change, break-glass caveat (one
+    `kubectl patch` per moved service of a fleet, after scaling up each NVIDIA that grows)."""
+    old, new = _as_fleet(before), _as_fleet(after)
+    moved = [new.members[name] for name in moved_services(old, new)]
+    grows = [s for s in moved if _nvidia_grows(old.members.get(s.name, s), s)]
     lines = [
         "Fastest safe path (applies only the traffic split"
-        + (", after scaling NVIDIA back up" if _nvidia_grows(before, after) else "")
+        + (", after scaling NVIDIA back up" if grows else "")
         + "):",
-        f"  {targeted_up(before, after, stack)}",
+        f"  {targeted_up(old, new, stack)}",
         "Then land this change in git (commit, PR, merge) and let the next full `pulumi up` "
         "resize the rest.",
         "Break-glass without Pulumi (acts at once, but the next `pulumi up` overwrites it "
         "unless this commit lands):",
     ]
-    if _nvidia_grows(before, after):
-        name = after.nvidia.deployment_name
-        lines.append(f"  {scale_command(after, 'nvidia')}   # first: capacity for the traffic")
-        lines.append(f"  kubectl -n {after.namespace} rollout status deployment {name}")
-    lines += [f"  {patch}" for patch in break_glass_patches(after)]
+    for settings in grows:
+        name = settings.nvidia.deployment_name
+        lines.append(f"  {scale_command(settings, 'nvidia')}   # first: capacity for the traffic")
+        lines.append(f"  kubectl -n {settings.namespace} rollout status deployment {name}")
+    lines += [f"  {patch}" for settings in moved for patch in break_glass_patches(settings)]
     return lines
+
+
+def break_glass_lines(before: Fleet | Settings, after: Fleet | Settings, stack: str) -> list[str]:
+    """The break-glass `kubectl patch` lines of `instructions` (one per traffic object of each
+    moved service)."""
+    new = _as_fleet(after)
+    moved = [new.members[name] for name in moved_services(before, after)]
+    return [f"  {patch}" for settings in moved for patch in break_glass_patches(settings)]
 
 
 def _nvidia_grows(before: Settings, after: Settings) -> bool:

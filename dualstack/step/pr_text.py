@@ -17,15 +17,27 @@ def _step(change: WeightChange) -> str:
 
 
 def promotion_title(change: WeightChange) -> str:
-    """`prod: Ascend weight 5% -> 20% (ladder step 2 of 5)`."""
+    """`prod: Ascend weight 5% -> 20% (ladder step 2 of 5)`; `fleet/chat: ...` for a member."""
     before, after = change.before.ascend_weight, change.after.ascend_weight
-    return f"{change.stack}: Ascend weight {before}% -> {after}% ({_step(change)})"
+    return f"{change.where}: Ascend weight {before}% -> {after}% ({_step(change)})"
 
 
 def rollback_title(change: WeightChange) -> str:
-    """`prod: roll back Ascend weight 50% -> 0%`."""
+    """`prod: roll back Ascend weight 50% -> 0%`; `fleet/chat: ...` for a member."""
     before, after = change.before.ascend_weight, change.after.ascend_weight
-    return f"{change.stack}: roll back Ascend weight {before}% -> {after}%"
+    return f"{change.where}: roll back Ascend weight {before}% -> {after}%"
+
+
+def _service_flag(change: WeightChange) -> str:
+    """` --service chat` for a fleet member, "" otherwise."""
+    return f" --service {change.service}" if change.service is not None else ""
+
+
+def _what(change: WeightChange) -> str:
+    """`stack `prod``, or `service `chat` of stack `fleet``."""
+    if change.service is None:
+        return f"stack `{change.stack}`"
+    return f"service `{change.service}` of stack `{change.stack}`"
 
 
 def summary_table(change: WeightChange) -> list[str]:
@@ -85,11 +97,12 @@ def promotion_body(
 ) -> str:
     """The PR body of a promotion. Exactly one of `gate_markdown` / `skip_reason` is given."""
     stack, before = change.stack, change.before.ascend_weight
+    flag = _service_flag(change)
     lines = [
         f"## {promotion_title(change)}",
         "",
-        f"One migration step: `ascendWeight` of stack `{stack}` moves to the next ladder "
-        f"step. How it was written: {change.method}.",
+        f"One migration step: `{change.before.weight_key}` of stack `{stack}` moves to the next "
+        f"ladder step. How it was written: {change.method}.",
         "",
         *summary_table(change),
         "",
@@ -110,9 +123,9 @@ def promotion_body(
     lines += [
         "### Undo",
         "",
-        f"`dualstack rollback --stack {stack} --to {before}`, or revert this PR's commit: both "
-        "give the same stack file. For an emergency, `dualstack rollback --stack "
-        f"{stack}` (to 0%) prints the fastest path.",
+        f"`dualstack rollback --stack {stack}{flag} --to {before}`, or revert this PR's commit: "
+        "both give the same stack file. For an emergency, `dualstack rollback --stack "
+        f"{stack}{flag}` (to 0%) prints the fastest path.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -124,10 +137,58 @@ def rollback_body(
     lines = [
         f"## {rollback_title(change)}",
         "",
-        f"Rollback of stack `{change.stack}`; rollbacks skip the gate, lowering the weight is "
+        f"Rollback of {_what(change)}; rollbacks skip the gate, lowering the weight is "
         f"always allowed. How it was written: {change.method}.",
         "",
         *summary_table(change),
+        "",
+        "### Applying it now",
+        "",
+        "```sh",
+        *(line.removeprefix("  ") if line.startswith("  ") else f"# {line}" for line in how),
+        "```",
+        "",
+        *(envelope_section(envelope) if envelope is not None else []),
+        *_preview_section(preview_text),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def fleet_rollback_title(stack: str, changes: list[WeightChange]) -> str:
+    """`fleet: roll back chat 50% -> 0%, embedder 20% -> 0%` (`rollback --all`)."""
+    moves = ", ".join(
+        f"{c.before.name} {c.before.ascend_weight}% -> {c.after.ascend_weight}%" for c in changes
+    )
+    return f"{stack}: roll back {moves}"
+
+
+def fleet_rollback_body(
+    stack: str,
+    changes: list[WeightChange],
+    preview_text: str,
+    how: list[str],
+    envelope: list[str] | None = None,
+) -> str:
+    """The PR body of a rollback of several services of one stack in one change: a table of
+    each service's weight and pods, how it is applied fast, and the preview."""
+    rows = []
+    for change in changes:
+        nvidia, ascend = change.replicas["nvidia"], change.replicas["ascend"]
+        rows.append(
+            f"| `{change.before.name}` | {change.before.ascend_weight}% -> "
+            f"{change.after.ascend_weight}% | {nvidia[0]} -> {nvidia[1]} | "
+            f"{ascend[0]} -> {ascend[1]} |"
+        )
+    lines = [
+        f"## {fleet_rollback_title(stack, changes)}",
+        "",
+        f"Rollback of {len(changes)} services of stack `{stack}` in one change; rollbacks skip "
+        f"the gate, lowering the weight is always allowed. How it was written: "
+        f"{changes[0].method}.",
+        "",
+        "| Service | Ascend weight | NVIDIA pods | Ascend pods |",
+        "|---|---|---|---|",
+        *rows,
         "",
         "### Applying it now",
         "",

@@ -9,9 +9,11 @@ anything else that is merged but not yet deployed.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
-from components.settings import PROJECT, load_settings
+from components.settings import config_with_weights, load_fleet
+from dualstack.errors import UsageError
 from dualstack.repo.stackfile import StackFileError, read_config, read_config_at
 from dualstack.step.emergency import weight_targets
 
@@ -20,31 +22,45 @@ def rollback_targets(root: Path, stack: str, base: str) -> list[str]:
     """URNs to target after `dualstack rollback` edited `Pulumi.<stack>.yaml` in `root`.
 
     `base`: the git ref holding the config before the rollback (in CI: HEAD). Returns
-    `weight_targets(before, after, stack)`. Raises
+    `weight_targets(before, after, stack)` over every service of the stack. Raises
     StackFileError when the stack file is missing at `base`, SettingsError when either side
     does not validate.
     """
     before_config = read_config_at(root, stack, base)
     if before_config is None:
         raise StackFileError(f"Pulumi.{stack}.yaml does not exist at {base}")
-    return weight_targets(
-        load_settings(before_config), load_settings(read_config(root, stack)), stack
-    )
+    return weight_targets(load_fleet(before_config), load_fleet(read_config(root, stack)), stack)
 
 
-def decrease_targets(root: Path, stack: str, deployed_weight: int) -> list[str]:
-    """URNs the deploy pipeline applies first when `Pulumi.<stack>.yaml` lowers the weight
-    below `deployed_weight` (% from `pulumi stack output ascendWeight`); [] when it does not.
+def decrease_targets(root: Path, stack: str, deployed: int | Mapping[str, int]) -> list[str]:
+    """URNs the deploy pipeline applies first when `Pulumi.<stack>.yaml` lowers a weight
+    below the deployed one; [] when it lowers none. `deployed` is the deployed weight in %
+    (`pulumi stack output ascendWeight`), for a fleet {service: weight} (`pulumi stack output
+    services`; a service missing from it was never deployed and is not lowered).
 
     A full `pulumi up` updates the workloads before the traffic objects that depend on them
     (`components/stack.py`): right for a raise, but on a decrease Ascend would shrink while
     it still takes the old share. Applying these targets first moves the traffic first. The
-    deployed side is the stack file with the deployed weight. Raises StackFileError or
-    SettingsError when the stack file (or the weight) does not validate.
+    deployed side is the stack file with the deployed weights of the lowered services. Raises
+    StackFileError or SettingsError when the stack file (or a weight) does not validate, and
+    UsageError for one number given for a fleet (or a map for a single-service stack).
     """
     config = read_config(root, stack)
-    after = load_settings(config)
-    if after.ascend_weight >= deployed_weight:
+    after = load_fleet(config)
+    if after.declared != isinstance(deployed, Mapping):
+        given = "a map of service weights" if isinstance(deployed, Mapping) else "one weight"
+        wanted = "--deployed-services" if after.declared else "--deployed-weight"
+        raise UsageError(
+            f"stack {stack} holds {'a fleet' if after.declared else 'one service'}, but "
+            f"{given} was given: pass {wanted}"
+        )
+    by_name = deployed if isinstance(deployed, Mapping) else {after.first.name: deployed}
+    lowered = {
+        name: by_name[name]
+        for name, settings in after.members.items()
+        if name in by_name and settings.ascend_weight < by_name[name]
+    }
+    if not lowered:
         return []
-    before = load_settings({**config, f"{PROJECT}:ascendWeight": str(deployed_weight)})
+    before = load_fleet(config_with_weights(config, lowered))
     return weight_targets(before, after, stack)

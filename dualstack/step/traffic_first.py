@@ -35,12 +35,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.settings import PROJECT, Settings, load_settings
+from components.settings import PROJECT, Fleet, Settings, config_with_weights, load_fleet
 from dualstack.errors import UsageError
 from dualstack.pulumi_cli import (
     PulumiCliError,
     StackOutputError,
     read_deployed_weight,
+    read_deployed_weights,
     run_pulumi,
 )
 from dualstack.repo.changes import deploy_order, stack_of
@@ -49,7 +50,7 @@ from dualstack.repo.stackfile import (
     StackFileError,
     read_config,
     read_config_at,
-    set_config_value,
+    set_config_values,
     stack_path,
 )
 from dualstack.step.emergency import weight_targets
@@ -73,8 +74,7 @@ PROGRAM_FILES = ("__main__.py", "Pulumi.yaml", "components")
 
 def fleet(root: Path) -> list[str]:
     """Every stack with a `Pulumi.<stack>.yaml` in `root`, in deploy order: what `--all` rolls
-    back. One service per stack today; when a stack holds several, `weight_targets` names the
-    traffic objects of each, so `--all` still covers every traffic target."""
+    back (every service of each: `weight_targets` names the traffic objects of each)."""
     stacks = deploy_order(s for p in Path(root).glob("Pulumi.*.y*ml") if (s := stack_of(p.name)))
     if not stacks:
         raise StackFileError(f"no Pulumi.<stack>.yaml in {root}: nothing to roll back")
@@ -83,45 +83,71 @@ def fleet(root: Path) -> list[str]:
 
 @dataclass(frozen=True)
 class StackRollback:
-    """One stack's rollback: HEAD's stack config, its settings, and the settings after."""
+    """One stack's rollback: HEAD's stack config, its fleet before and after, and the services
+    rolled back (every one of a single-service stack: its only one)."""
 
     stack: str
     config: dict
-    before: Settings
-    after: Settings
+    fleet_before: Fleet
+    fleet_after: Fleet
+    services: tuple[str, ...]
+
+    @property
+    def before(self) -> Settings:
+        """The first rolled-back service's settings before (the only one's, single stack)."""
+        return self.fleet_before.members[self.services[0]]
+
+    @property
+    def after(self) -> Settings:
+        """The first rolled-back service's settings after."""
+        return self.fleet_after.members[self.services[0]]
+
+    def moves(self) -> list[tuple[Settings, Settings]]:
+        """(before, after) of each rolled-back service."""
+        return [(self.fleet_before.members[n], self.fleet_after.members[n]) for n in self.services]
+
+    def moved(self) -> list[tuple[Settings, Settings]]:
+        """(before, after) of each rolled-back service whose weight changes in git."""
+        return [(old, new) for old, new in self.moves() if old.ascend_weight != new.ascend_weight]
 
     @property
     def changes_git(self) -> bool:
         """True when the stack file's weight changes (else git already holds it)."""
-        return self.after.ascend_weight != self.before.ascend_weight
+        return bool(self.moved())
 
 
-def plan_rollback(root: Path, stack: str, to: int, clamp: bool) -> StackRollback:
-    """The rollback of `stack` to ladder step `to`, from HEAD's stack file.
+def plan_rollback(
+    root: Path, stack: str, to: int, clamp: bool, service: str | None = None
+) -> StackRollback:
+    """The rollback of `stack` to ladder step `to`, from HEAD's stack file: of `service`, of
+    the only service, or with `clamp` (`--all`) of every service.
 
-    `clamp` (`--all`): a stack already at or below `to` keeps its weight (it is re-applied).
-    Otherwise `to` above the stack's weight is a UsageError naming `--to`; `to` that is not a
-    ladder step is one in either case. Raises StackFileError / SettingsError when the stack
-    file is missing or does not validate.
+    `clamp` (`--all`): a service already at or below `to` keeps its weight (it is re-applied).
+    Otherwise `to` above the service's weight is a UsageError naming `--to`; `to` that is not
+    a ladder step is one in either case. Raises StackFileError / SettingsError when the stack
+    file is missing or does not validate, or (without `clamp`) `service` is unknown or missing
+    while the stack holds several.
     """
     config = read_config_at(root, stack, "HEAD")
     if config is None:
         raise StackFileError(f"Pulumi.{stack}.yaml is not committed: nothing to roll back to")
-    before = load_settings(config)
-    if to not in before.ladder:
-        steps = ", ".join(map(str, before.ladder))
+    before = load_fleet(config)
+    names = before.names if clamp and service is None else [before.member(service).name]
+    ladder = before.first.ladder
+    if to not in ladder:
+        steps = ", ".join(map(str, ladder))
         raise UsageError(f"--to {to}: not a ladder step of stack {stack}; allowed: {steps}")
-    if to > before.ascend_weight and not clamp:
-        raise UsageError(
-            f"--to {to}: above stack {stack}'s weight {before.ascend_weight}%; rollback only "
-            "lowers the weight, use `dualstack promote` to raise it"
-        )
-    weight = min(to, before.ascend_weight)
-    return StackRollback(stack, config, before, _at_weight(config, weight))
-
-
-def _at_weight(config: dict, weight: int) -> Settings:
-    return load_settings({**config, f"{PROJECT}:{WEIGHT_KEY}": str(weight)})
+    for name in names:
+        weight = before.members[name].ascend_weight
+        if to > weight and not clamp:
+            what = f"stack {stack}" if before.members[name].member is None else f"service {name}"
+            raise UsageError(
+                f"--to {to}: above {what}'s weight {weight}%; rollback only lowers the weight, "
+                "use `dualstack promote` to raise it"
+            )
+    weights = {name: min(to, before.members[name].ascend_weight) for name in names}
+    after = load_fleet(config_with_weights(config, weights))
+    return StackRollback(stack, config, before, after, tuple(names))
 
 
 def check_checkout(root: Path, stacks: list[str]) -> str:
@@ -149,14 +175,37 @@ def check_checkout(root: Path, stacks: list[str]) -> str:
         )
     for stack in stacks:
         now, head_config = read_config(root, stack), read_config_at(root, stack, "HEAD") or {}
-        weight = f"{PROJECT}:{WEIGHT_KEY}"
-        changed = {k for k in set(now) | set(head_config) if now.get(k) != head_config.get(k)}
-        if changed - {weight}:
+        changed = _changed_keys(now, head_config)
+        weight = (f"{PROJECT}:{WEIGHT_KEY}", f".{WEIGHT_KEY}")
+        others = sorted(k for k in changed if not (k == weight[0] or k.endswith(weight[1])))
+        if others:
             raise GitError(
                 f"Pulumi.{stack}.yaml has uncommitted changes besides {WEIGHT_KEY} "
-                f"({', '.join(sorted(changed - {weight}))}): `git stash` them first"
+                f"({', '.join(others)}): `git stash` them first"
             )
     return base
+
+
+def _changed_keys(now: dict, head: dict) -> set[str]:
+    """The keys that differ between two stack configs; inside `services`, per member key
+    (`dualstack-inference:services.chat.ascendWeight`)."""
+    services = f"{PROJECT}:services"
+    changed = {k for k in set(now) | set(head) if k != services and now.get(k) != head.get(k)}
+    new, old = now.get(services), head.get(services)
+    if isinstance(new, dict) and isinstance(old, dict):
+        for name in set(new) | set(old):
+            mine, theirs = new.get(name), old.get(name)
+            if isinstance(mine, dict) and isinstance(theirs, dict):
+                changed |= {
+                    f"{services}.{name}.{k}"
+                    for k in set(mine) | set(theirs)
+                    if mine.get(k) != theirs.get(k)
+                }
+            elif mine != theirs:
+                changed.add(f"{services}.{name}")
+    elif new != old:
+        changed.add(services)
+    return changed
 
 
 def write_weights(root: Path, plans: list[StackRollback]) -> None:
@@ -168,13 +217,16 @@ def write_weights(root: Path, plans: list[StackRollback]) -> None:
         for plan in plans:
             path = stack_path(root, plan.stack)
             written.append((path, path.read_bytes()))
-            set_config_value(root, plan.stack, WEIGHT_KEY, plan.after.ascend_weight)
-            back = load_settings(read_config(root, plan.stack)).ascend_weight
-            if back != plan.after.ascend_weight:
-                raise StackFileError(
-                    f"{path.name} holds ascendWeight {back} after writing "
-                    f"{plan.after.ascend_weight}; restored"
-                )
+            keys = {old.weight_key: new.ascend_weight for old, new in plan.moved()}
+            set_config_values(root, plan.stack, keys)
+            back = load_fleet(read_config(root, plan.stack))
+            for old, new in plan.moved():
+                held = back.members[new.name].ascend_weight
+                if held != new.ascend_weight:
+                    raise StackFileError(
+                        f"{path.name} holds {old.weight_key} {held} after writing "
+                        f"{new.ascend_weight}; restored"
+                    )
     except Exception:
         for path, original in written:
             path.write_bytes(original)
@@ -234,29 +286,37 @@ def stop_update(root: Path, stack: str) -> Stopped:
 @dataclass(frozen=True)
 class Applied:
     """One stack's traffic-first apply: what was stopped, the deployed weight read (None when
-    unknown), the targets, seconds from the command's start when the stop and the up ended,
-    and the up's error (None on success)."""
+    unknown; a fleet's {service: weight}), the targets, seconds from the command's start when
+    the stop and the up ended, and the up's error (None on success)."""
 
     stack: str
     stopped: Stopped
-    deployed: int | None
+    deployed: int | dict[str, int] | None
     targets: list[str]
     stopped_at_s: float
     applied_at_s: float
     error: str | None = None
 
 
-def cluster_side(plan: StackRollback, deployed: int | None) -> Settings:
-    """The stack as the cluster may hold it: at the higher of git's and the deployed weight,
-    the ladder's top when the deployed weight is unknown (NVIDIA may be scaled down)."""
-    ceiling = max(plan.before.ladder) if deployed is None else deployed
-    weight = max(plan.before.ascend_weight, ceiling)
-    return _at_weight(plan.config, weight)
+def cluster_side(plan: StackRollback, deployed: int | dict[str, int] | None) -> Fleet:
+    """The stack as the cluster may hold it: each rolled-back service at the higher of git's
+    and its deployed weight (`deployed`: one number, or a fleet's {service: weight}), the
+    ladder's top when that is unknown (NVIDIA may be scaled down)."""
+    top = max(plan.before.ladder)
+    weights = {}
+    for old, _new in plan.moves():
+        known = deployed.get(old.name) if isinstance(deployed, dict) else deployed
+        weights[old.name] = max(old.ascend_weight, top if known is None else known)
+    return load_fleet(config_with_weights(plan.config, weights))
 
 
-def targets_for(plan: StackRollback, deployed: int | None) -> list[str]:
-    """`weight_targets` from the cluster's side (`cluster_side`) to the rolled-back stack."""
-    return weight_targets(cluster_side(plan, deployed), plan.after, plan.stack)
+def targets_for(plan: StackRollback, deployed: int | dict[str, int] | None) -> list[str]:
+    """`weight_targets` from the cluster's side (`cluster_side`) to the rolled-back services
+    (only theirs: a fleet member not rolled back is not targeted)."""
+    cluster = cluster_side(plan, deployed)
+    before = Fleet({n: cluster.members[n] for n in plan.services}, cluster.declared)
+    after = Fleet({n: plan.fleet_after.members[n] for n in plan.services}, cluster.declared)
+    return weight_targets(before, after, plan.stack)
 
 
 def traffic_first(
@@ -269,7 +329,7 @@ def traffic_first(
     """
     with ThreadPoolExecutor(max_workers=2) as pool:
         stopping = pool.submit(stop_update, root, plan.stack)
-        reading = pool.submit(_deployed, root, plan.stack)
+        reading = pool.submit(_deployed, root, plan.stack, plan.fleet_before.declared)
         stopped, deployed = stopping.result(), reading.result()
     stopped_at = clock() - started
     targets = targets_for(plan, deployed)
@@ -281,8 +341,10 @@ def traffic_first(
     return Applied(plan.stack, stopped, deployed, targets, stopped_at, clock() - started, error)
 
 
-def _deployed(root: Path, stack: str) -> int | None:
+def _deployed(root: Path, stack: str, fleet: bool = False) -> int | dict[str, int] | None:
     try:
+        if fleet:
+            return read_deployed_weights(root, stack, timeout=CANCEL_TIMEOUT_S)
         return read_deployed_weight(root, stack, timeout=CANCEL_TIMEOUT_S)
     except StackOutputError:
         return None
@@ -327,7 +389,10 @@ def rollback_branch(root: Path, plans: list[StackRollback], branch: str | None) 
     Raises GitError for an invalid or taken explicit `branch` (checked before anything)."""
     if branch is not None:
         return choose_branch(root, branch)
-    if len(plans) == 1:
+    if len(plans) == 1 and len(plans[0].services) == 1 and plans[0].after.member is not None:
+        plan = plans[0]
+        name = f"dualstack/{plan.stack}-{plan.after.member}-rollback-{plan.after.ascend_weight}"
+    elif len(plans) == 1:
         name = f"dualstack/{plans[0].stack}-rollback-{plans[0].after.ascend_weight}"
     else:
         name = "dualstack/rollback-all"

@@ -14,8 +14,9 @@ LADDER = (0, 5, 20, 50, 80, 100)
 
 @pytest.mark.parametrize(
     "weight, expected",
-    # total 4, headroom 1.2, ratio 1.0: ceil(4 * w/100 * 1.2), at least 1
-    [(0, 1), (5, 1), (20, 1), (50, 3), (80, 4), (100, 5)],
+    # total 4, headroom 1.2, ratio 1.0: ceil(4 * w/100 * 1.2); 1 at 0 (no traffic), at least
+    # 2 while Ascend takes traffic (a drain must leave a ready pod): 0.24 and 0.96 round up to 2
+    [(0, 1), (5, 2), (20, 2), (50, 3), (80, 4), (100, 5)],
 )
 def test_ascend_replicas_on_the_default_ladder(weight: int, expected: int) -> None:
     assert ascend_replicas(4, weight, 1.2, 1.0) == expected
@@ -28,8 +29,18 @@ def test_slower_ascend_pods_need_more_replicas() -> None:
 
 
 def test_float_noise_does_not_add_a_pod() -> None:
-    # 4 * 0.2 * 1.25 is 1.0000000000000002 in floating point
-    assert ascend_replicas(4, 20, 1.25, 1.0) == 1
+    # 2 * 0.8 * 1.5 / 0.8 is 3.0000000000000004 in floating point
+    assert ascend_replicas(2, 80, 1.5, 0.8) == 3
+
+
+@pytest.mark.parametrize("weight", LADDER[1:])
+def test_a_serving_ascend_backend_has_two_pods(weight: int) -> None:
+    for total in (1, 2, 4):
+        assert ascend_replicas(total, weight, 1.0, 1.0) >= 2
+
+
+def test_a_serving_nvidia_backend_has_two_pods_even_for_one_replica_of_traffic() -> None:
+    assert [nvidia_replicas(1, weight, 1) for weight in LADDER] == [2, 2, 2, 2, 2, 1]
 
 
 @pytest.mark.parametrize("weight", LADDER)

@@ -86,7 +86,7 @@ class TestMeasuredBypasses:
             "inference/inference-green"
         )
         [capacity] = found["rollback-capacity"]
-        assert "inference-green has 1 replicas for 100% of traffic" in capacity
+        assert "inference-green has 2 replicas for 100% of traffic" in capacity
         assert "needs at least 4" in capacity
         assert "route-weights-valid" not in found  # the bypass is a valid route: only the share
 
@@ -118,7 +118,7 @@ class TestMeasuredBypasses:
         assert "raises the Ascend weight from 5% to 100%" in jump
         assert jump.endswith("route 'catch-all' sends it to Deployment inference/inference-green")
         [capacity] = found["rollback-capacity"]
-        assert "inference-green has 1 replicas for 100% of traffic" in capacity
+        assert "inference-green has 2 replicas for 100% of traffic" in capacity
 
     def test_a_route_to_the_shared_host_counts_wholly_as_ascend(self):
         """The shared Service selects both backends: which pod serves is not the policy's to

@@ -9,10 +9,12 @@ something (checkout -b, commit, push) and then runs the real git. `pulumi` is st
   the pending operation it left; otherwise `cancel` answers like the Pulumi Cloud with no
   update running (`[409] Conflict: The Update has already completed`, pulumi/pulumi#5364).
 - `CANCEL_FAIL=1`: `cancel` fails otherwise (`[401] Unauthorized`).
-- `DEPLOYED_<stack>`: the deployed ascendWeight; unset, `stack output` fails.
+- `DEPLOYED_<stack>`: the deployed ascendWeight (a fleet's: the JSON `stack output services`
+  prints); unset, `stack output` fails.
 - `UP_RC_<stack>`: the exit code of `up` (default 0).
-`up` logs the `ascendWeight` the stack file holds when it runs (`"weight=N"` appended), which is
-what the real CLI would apply. `gh run list` prints `$GH_RUNS`; `curl` prints `$CURL_OUT`.
+`up` logs the `ascendWeight` the stack file holds when it runs (`"weight=N"` appended; a
+fleet's every service's, `"weight=N,M,..."` in file order), which is what the real CLI would
+apply. `gh run list` prints `$GH_RUNS`; `curl` prints `$CURL_OUT`.
 
 The stack files are this module's own fixtures (`FIXTURE_STACKS`), never the committed ones.
 """
@@ -43,6 +45,24 @@ STACK_TEXT = {
         "    totalReplicas: 2\n"
         "  dualstack-inference:verifiedAscendImage: registry/inference-service:v1.2.3-npu\n"
     ),
+    "fleet": (
+        "# fleet fixture: three services on the article's pools\n"
+        "config:\n"
+        "  dualstack-inference:namespace: inference-fleet\n"
+        "  dualstack-inference:services:\n"
+        "    chat:\n"
+        "      ascendWeight: {weight}\n"
+        "      verifiedAscendImage: registry/inference-service:v1.2.3-npu\n"
+        "    embedder:\n"
+        "      ascendWeight: 20\n"
+        "      capacity:\n"
+        "        totalReplicas: 2\n"
+        "      verifiedAscendImage: registry/inference-service:v1.2.3-npu\n"
+        "    reranker:\n"
+        "      ascendWeight: 0\n"
+        "      capacity:\n"
+        "        totalReplicas: 2\n"
+    ),
 }
 """Fixture stack files by stack; `{weight}` is the Ascend weight."""
 
@@ -61,7 +81,7 @@ stack = opt("--stack")
 running = os.environ.get(f"RUNNING_{stack}") == "1"
 if argv[:1] == ["up"]:
     text = pathlib.Path(f"Pulumi.{stack}.yaml").read_text()
-    log("pulumi", "weight=" + re.search(r'ascendWeight: "(\\d+)"', text)[1])
+    log("pulumi", "weight=" + ",".join(re.findall(r'ascendWeight: "?(\\d+)', text)))
 else:
     log("pulumi")
 if argv[:1] == ["cancel"]:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from components.monitoring.prometheus_rule import prometheus_rule_spec, rule_file
-from components.settings import PROJECT, Settings, load_settings
+from components.settings import PROJECT, Settings, load_fleet
 
 SUITES = Path(__file__).resolve().parents[1] / "promtool"
 PROMTOOL_TIMEOUT = 60  # seconds; the whole set runs in about one
@@ -51,19 +51,41 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
             },
         },
     ),
+    # A fleet: chat at 50 % and embedder at 20 % in one namespace, Istio, chip level, priced.
+    # Both services' rules are loaded together: each records and alerts under its `service`.
+    "fleet_istio_chip": (
+        "fleet",
+        {
+            "namespace": "inference-fleet",
+            "monitoring": {
+                "prices": {
+                    "nvidia": {"NVIDIA A100-SXM4-80GB": 2.5},
+                    "ascend": {"Ascend910B3": 1.25},
+                }
+            },
+            "services": {"chat": {"ascendWeight": 50}, "embedder": {"ascendWeight": 20}},
+        },
+    ),
 }
 
 
-def variant_settings(variant: str) -> Settings:
-    """The validated settings of a suite folder's config."""
+def variant_fleet(variant: str) -> list[Settings]:
+    """The validated settings of every service of a suite folder's config."""
     _stack, keys = VARIANTS[variant]
-    return load_settings({f"{PROJECT}:{key}": value for key, value in keys.items()})
+    return list(load_fleet({f"{PROJECT}:{key}": value for key, value in keys.items()}))
+
+
+def variant_settings(variant: str) -> Settings:
+    """The validated settings of a suite folder's config (a fleet's first service)."""
+    return variant_fleet(variant)[0]
 
 
 def variant_spec(variant: str) -> dict[str, Any]:
-    """The PrometheusRule spec of a suite folder's config, rendered for its stack."""
+    """The PrometheusRule spec of a suite folder's config, rendered for its stack: every
+    service's groups together (one rule file holding each PrometheusRule of the fleet)."""
     stack, _keys = VARIANTS[variant]
-    return prometheus_rule_spec(variant_settings(variant), stack)
+    specs = [prometheus_rule_spec(settings, stack) for settings in variant_fleet(variant)]
+    return {"groups": [group for spec in specs for group in spec["groups"]]}
 
 
 def suites(variant: str | None = None) -> list[Path]:

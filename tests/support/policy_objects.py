@@ -43,6 +43,7 @@ TOKENS = {
     "ConfigMap": "kubernetes:core/v1:ConfigMap",
     "VirtualService": "kubernetes:networking.istio.io/v1:VirtualService",
     "DestinationRule": "kubernetes:networking.istio.io/v1:DestinationRule",
+    "PodDisruptionBudget": "kubernetes:policy/v1:PodDisruptionBudget",
     "HTTPRoute": "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute",
 }
 ROUTERS = ("istio", "gateway-api")
@@ -198,6 +199,20 @@ DIRECT_HOST = {hw: f"inference-service-{hw}.{NAMESPACE}.svc.cluster.local" for h
 """Hosts of the per-backend Services of `direct_service`."""
 
 
+def disruption_budget(hardware: str) -> dict[str, Any]:
+    """The program's PodDisruptionBudget of one backend: `maxUnavailable: 1` over its pods."""
+    version = "blue" if hardware == "nvidia" else "green"
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": f"inference-{version}-pdb", "namespace": NAMESPACE},
+        "spec": {
+            "maxUnavailable": 1,
+            "selector": {"matchLabels": {"app": "inference-service", "version": version}},
+        },
+    }
+
+
 def backend_ref(hardware: str, weight: Any = None) -> dict[str, Any]:
     """A backendRef to the direct Service of `hardware` (with `weight` unless None)."""
     ref: dict[str, Any] = {
@@ -272,17 +287,20 @@ def with_pins(route: dict[str, Any], router: str) -> dict[str, Any]:
 def good_stack(
     weight: int = 20, ascend_replicas: int | None = None, router: str = "istio"
 ) -> list[dict[str, Any]]:
-    """A clean stack at `weight`: NVIDIA 4 pods, Ascend enough for its share, verified image;
-    split by `router` (`istio`: DestinationRule + VirtualService; `gateway-api`: an HTTPRoute
-    to the direct Services)."""
+    """A clean stack at `weight`: NVIDIA 4 pods, Ascend enough for its share (two at least
+    while it serves), verified image; split by `router` (`istio`: DestinationRule +
+    VirtualService; `gateway-api`: an HTTPRoute to the direct Services); each backend's
+    PodDisruptionBudget last."""
     if ascend_replicas is None:
-        ascend_replicas = max(1, -(-4 * weight // 100))
+        ascend_replicas = max(2, -(-4 * weight // 100)) if weight else 1
     ascend = deployment("ascend", ascend_replicas, ASCEND_IMAGE)
     ascend["metadata"]["annotations"] = {VERIFIED: ASCEND_IMAGE}
     workloads = [deployment("nvidia", 4, NVIDIA_IMAGE), ascend]
+    budgets = [disruption_budget("nvidia"), disruption_budget("ascend")]
     if router == "istio":
-        return [*workloads, destination_rule(), virtual_service(weight), service()]
-    return [*workloads, *(direct_service(hw) for hw in HARDWARE), http_route(weight), service()]
+        return [*workloads, destination_rule(), virtual_service(weight), service(), *budgets]
+    routes = [*(direct_service(hw) for hw in HARDWARE), http_route(weight), service()]
+    return [*workloads, *routes, *budgets]
 
 
 def with_route(objects: list[dict[str, Any]], route: dict[str, Any]) -> list[dict[str, Any]]:

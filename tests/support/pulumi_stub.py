@@ -1,7 +1,8 @@
 """A stand-in `pulumi` executable for tests: the real CLI is not obtainable on these machines.
 
-It logs its arguments, answers `stack output ascendWeight` with $FAKE_PULUMI_DEPLOYED (or
-fails like a CLI without a backend), and performs `config set` on the stack file only when
+It logs its arguments, answers `stack output ascendWeight` with $FAKE_PULUMI_DEPLOYED and a
+fleet's `stack output services` with $FAKE_PULUMI_SERVICES (JSON; or fails like a CLI without a
+backend), and performs `config set` on the stack file only when
 $FAKE_PULUMI_CONFIG is `ok` (else fails like a CLI that is not logged in); `wrong` writes the
 value with a `0` appended (5 -> 50, 20 -> 200) and exits 0, like a CLI that mangled it.
 """
@@ -32,6 +33,11 @@ if args[:3] == ["stack", "output", "ascendWeight"]:
     answer = os.environ.get("FAKE_PULUMI_DEPLOYED")
     if answer is None:
         sys.exit("error: no Pulumi.yaml project file found / not logged in")
+    print(answer)
+elif args[:3] == ["stack", "output", "services"]:
+    answer = os.environ.get("FAKE_PULUMI_SERVICES")
+    if answer is None:
+        sys.exit("error: current stack does not have output property 'services'")
     print(answer)
 elif args[:2] == ["config", "set"] and os.environ.get("FAKE_PULUMI_CONFIG") in ("ok", "wrong"):
     key, value, stack = args[2], args[3], args[args.index("--stack") + 1]

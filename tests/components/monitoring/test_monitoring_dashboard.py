@@ -127,3 +127,62 @@ def test_uid_is_per_namespace_and_fits_grafanas_limit() -> None:
     assert dashboard_uid(long_a) != dashboard_uid(long_b)
     staging = load_settings({f"{PROJECT}:ascendWeight": "5", f"{PROJECT}:namespace": "stg"})
     assert dashboard(staging)["uid"] == "dualstack-stg"
+
+
+# --- a fleet's one dashboard ---------------------------------------------------------------
+
+FLEET = "fleet_istio_chip"
+
+
+def fleet_board():
+    from components.monitoring.dashboard import fleet_dashboard
+
+    return fleet_dashboard(variant_settings(FLEET), ["chat", "embedder"])
+
+
+def test_a_fleet_dashboard_chooses_the_service_with_a_variable() -> None:
+    board = fleet_board()
+    variable = next(v for v in board["templating"]["list"] if v["name"] == "service")
+    assert (variable["type"], variable["query"]) == ("custom", "chat,embedder")
+    assert variable["current"] == {"text": "chat", "value": "chat"}
+    assert board["uid"] == "dualstack-inference-fleet"
+    progress = next(p for p in panels(board) if p["title"].startswith("Ascend share"))
+    assert [t["expr"] for t in progress["targets"]] == [
+        'namespace:inference_requests_ascend:ratio_rate5m{namespace="inference-fleet", '
+        'service="$service"}',
+        'namespace:inference_ascend_weight:ratio{namespace="inference-fleet", service="$service"}',
+    ]
+
+
+def test_a_fleet_dashboard_shows_cost_per_service_and_per_hardware() -> None:
+    board = fleet_board()
+    by_title = {p["title"]: [t["expr"] for t in p["targets"]] for p in panels(board)}
+    selector = '{namespace="inference-fleet"}'
+    assert by_title["Accelerator-hours, last 24 h, per service"] == [
+        f"sum by (service, hardware) (hardware:accelerator_hours:sum24h{selector})"
+    ]
+    assert by_title["Accelerator-hours, last 24 h, per hardware"] == [
+        f"sum by (hardware) (hardware:accelerator_hours:sum24h{selector})"
+    ]
+    assert by_title["Cost, last 24 h, per service"] == [
+        f"sum by (service, hardware) (hardware:accelerator_cost:sum24h{selector})"
+    ]
+    assert board["panels"][0]["title"] == "Fleet: every service"
+
+
+def test_every_fleet_query_reads_recorded_series_of_the_namespace(tmp_path: Path) -> None:
+    settings = variant_settings(FLEET)
+    board = fleet_board()
+    produced = recorded_names(variant_spec(FLEET)) | {settings.monitoring.npu.health}
+    found = queries(board)
+    assert set().union(*(metric_names(q) for q in found)) <= produced
+    for query in found:
+        assert 'namespace="inference-fleet"' in query, query
+    per_service = [
+        q for q in found if "sum by" not in q and settings.monitoring.npu.health not in q
+    ]
+    assert per_service and all('service="$service"' in q for q in per_service)
+    rules = [{"record": f"dashboard:query{i}:check", "expr": q} for i, q in enumerate(found)]
+    (tmp_path / "queries.yaml").write_text(rule_file({"groups": [{"name": "q", "rules": rules}]}))
+    done = run_promtool("check", "rules", "queries.yaml", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -293,3 +293,54 @@ def test_the_only_stack_needs_no_flag(tmp_path, monkeypatch, capsys):
     assert main(["-C", str(repo), "rollback", "--to", "5"]) == 0
     assert "Rolled back stack dev: Ascend weight 20% -> 5%" in capsys.readouterr().out
     assert read_config(repo, "dev")[f"{PROJECT}:ascendWeight"] in ("5", 5)
+
+
+# --- a fleet stack ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fleet_repo(repo: Path) -> Path:
+    """`repo` plus the example fleet (chat 50%, embedder 20%, reranker 0%), committed."""
+    shutil.copy(REPO / "examples" / "fleet" / "Pulumi.fleet.yaml", repo / "Pulumi.fleet.yaml")
+    git(repo, "add", "Pulumi.fleet.yaml")
+    git(repo, "commit", "-qm", "fleet")
+    return repo
+
+
+def test_status_of_a_fleet_is_valid_and_per_service(fleet_repo: Path, capsys) -> None:
+    code, doc = run_json(capsys, "-C", str(fleet_repo), "status", "-o", "json")
+    valid(doc, "status")
+    stacks = {s["stack"]: s for s in doc["stacks"]}
+    assert code == 0
+    assert [(s["service"], s["ladderPosition"]) for s in stacks["fleet"]["services"]] == [
+        ("chat", "3/5"),
+        ("embedder", "2/5"),
+        ("reranker", "0/5"),
+    ]
+    assert stacks["prod"]["services"][0]["service"] == "inference-service"
+
+
+def test_promote_and_rollback_of_a_member_are_valid(fleet_repo: Path, capsys) -> None:
+    argv = ["-C", str(fleet_repo), "promote", "-s", "fleet", "--service", "embedder"]
+    code, doc = run_json(capsys, *argv, "--skip-gate", "--reason", "r", "-o", "json")
+    valid(doc, "promote")
+    assert (code, doc["service"], doc["fromWeight"], doc["toWeight"]) == (0, "embedder", 20, 50)
+    assert doc["preview"]["service"] == "embedder"
+    assert [s["ascendWeight"] for s in doc["preview"]["services"]] == [50, 50, 0]
+    git(fleet_repo, "checkout", "-q", "Pulumi.fleet.yaml")
+    argv = ["-C", str(fleet_repo), "rollback", "-s", "fleet", "--all", "--to", "5", "-o", "json"]
+    code, doc = run_json(capsys, *argv)
+    valid(doc, "rollback")
+    assert (code, doc["service"], doc["result"]) == (0, None, "rolled-back")
+    assert doc["services"] == [
+        {"service": "chat", "fromWeight": 50, "toWeight": 5},
+        {"service": "embedder", "fromWeight": 20, "toWeight": 5},
+    ]
+
+
+def test_preview_of_a_fleet_is_valid(fleet_repo: Path, capsys) -> None:
+    argv = ["-C", str(fleet_repo), "preview", "-s", "fleet", "--base", "main", "-o", "json"]
+    code, doc = run_json(capsys, *argv)
+    valid(doc, "preview")
+    assert code == 0
+    assert [s["service"] for s in doc["stacks"][0]["services"]] == ["chat", "embedder", "reranker"]

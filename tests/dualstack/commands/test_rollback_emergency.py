@@ -138,11 +138,17 @@ def test_the_wrong_checkout_is_refused_before_anything(repo: Path, capsys) -> No
     assert log_of(repo) == []
 
 
-@pytest.mark.parametrize("flag", ["--all", "--dry-run"])
-def test_fleet_and_dry_run_go_with_emergency(repo: Path, flag: str, capsys) -> None:
-    assert rollback(repo, flag) == 2
+def test_dry_run_goes_with_emergency(repo: Path, capsys) -> None:
+    assert rollback(repo, "--dry-run") == 2
     assert capsys.readouterr().err == (
-        f"error: {flag} goes with --emergency (dualstack rollback --emergency {flag})\n"
+        "error: --dry-run goes with --emergency (dualstack rollback --emergency --dry-run)\n"
+    )
+
+
+def test_all_without_emergency_is_every_service_of_one_stack(repo: Path, capsys) -> None:
+    assert rollback(repo, "--all") == 2  # two stacks here: --all alone does not pick one
+    assert capsys.readouterr().err == (
+        "error: rollback needs a stack: pass -s STACK (this repo has 2: prod, staging)\n"
     )
 
 
@@ -155,3 +161,63 @@ def test_the_pr_body_says_what_was_applied(repo: Path, tmp_path: Path) -> None:
     assert "pulumi cancel --yes --stack prod" in text
     assert "Outcome: applied." in text
     assert read_config(repo, "prod")[WEIGHT] == "0"
+
+
+@pytest.fixture
+def fleet_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    clone, _ = make_gitops(tmp_path, {"fleet": 50})  # chat 50%, embedder 20%, reranker 0%
+    install_emergency_tools(tmp_path / "bin")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("STUB_LOG", str(tmp_path / "calls.jsonl"))
+    for var, value in (("NAME", "Test"), ("EMAIL", "test@example.com")):
+        monkeypatch.setenv(f"GIT_AUTHOR_{var}", value)
+        monkeypatch.setenv(f"GIT_COMMITTER_{var}", value)
+    monkeypatch.setenv(
+        "DEPLOYED_fleet",
+        '{"chat": {"ascendWeight": 50}, "embedder": {"ascendWeight": 20}, '
+        '"reranker": {"ascendWeight": 0}}',
+    )
+    return clone
+
+
+def test_emergency_of_one_fleet_service_moves_its_traffic_only(fleet_repo: Path, capsys) -> None:
+    assert rollback(fleet_repo, "--emergency", "--service", "chat") == 0
+    (up,) = [c for c in log_of(fleet_repo) if c[1] == "up"]
+    targets = [up[i + 1].rsplit("::", 1)[1] for i, a in enumerate(up) if a == "--target"]
+    assert targets == ["inference-chat-traffic-virtual-service", "inference-chat-monitoring-rules"]
+    assert up[-1] == "weight=0,20,0"  # chat written to 0 before the up ran
+    message = up[up.index("--message") + 1]
+    assert message == "Emergency rollback of fleet (chat 50% -> 0%): emergency rollback"
+    assert git(fleet_repo, "branch", "--show-current").strip() == "dualstack/fleet-chat-rollback-0"
+    assert "fleet: wrote services.chat.ascendWeight 0 into Pulumi.fleet.yaml" in (
+        capsys.readouterr().out
+    )
+
+
+def test_emergency_all_moves_every_service_of_the_fleet(fleet_repo: Path, capsys) -> None:
+    assert rollback(fleet_repo, "--emergency", "--all") == 0
+    (up,) = [c for c in log_of(fleet_repo) if c[1] == "up"]
+    targets = [up[i + 1].rsplit("::", 1)[1] for i, a in enumerate(up) if a == "--target"]
+    assert targets == [
+        "inference-chat-traffic-virtual-service",
+        "inference-embedder-traffic-virtual-service",
+        "inference-chat-monitoring-rules",
+        "inference-embedder-monitoring-rules",
+    ]
+    assert up[-1] == "weight=0,0,0"
+    config = read_config(fleet_repo, "fleet")["dualstack-inference:services"]
+    assert {name: s["ascendWeight"] for name, s in config.items()} == {
+        "chat": 0,
+        "embedder": 0,
+        "reranker": 0,
+    }
+    subject = git(fleet_repo, "log", "-1", "--format=%s").strip()
+    assert subject == "Emergency rollback: fleet (chat 50% -> 0%, embedder 20% -> 0%)"
+
+
+def test_emergency_of_a_fleet_needs_the_service(fleet_repo: Path, capsys) -> None:
+    assert rollback(fleet_repo, "--emergency") == 2
+    assert capsys.readouterr().err == (
+        "error: this stack holds 3 services (chat, embedder, reranker): pass --service NAME\n"
+    )
+    assert log_of(fleet_repo) == []

@@ -93,8 +93,41 @@ WEIGHTS = {  # what each stack file says
 }
 
 
-def history() -> list[Series]:
+FLEET = "fleet-ns"
+FLEET_MEMBERS = {
+    # Two services in one namespace, told apart by the `service` label: chat's 20% landed and
+    # held for a day; embedder's file says 20% but its rules record 5% and Ascend serves none
+    # of its requests. Selected by namespace alone, chat would read a rung that moved between
+    # 5% and 20%, 10% on Ascend, and a weight that never held.
+    "chat": ([(START, 0.2)], [(START, 0.2)]),
+    "embedder": ([(START, 0.05)], [(START, 0.0)]),
+}
+
+
+def fleet_history() -> list[Series]:
     series = []
+    for member, (weight, share) in FLEET_MEMBERS.items():
+        scope = {"namespace": FLEET, "service": member}
+        series.append(Series(ASCEND_WEIGHT, {"hardware": "ascend", **scope}, steps(*weight)))
+        for hardware, rate in zip(("nvidia", "ascend"), rates(share), strict=True):
+            labels = {"hardware": hardware, **scope}
+            series.append(Series(REQUEST_RATE, labels, steps(*rate)))
+            series.append(Series(ERROR_RATIO, labels, steps((START, 0.003))))
+            series.append(Series(LATENCY_P99, labels, steps((START, 0.9))))
+    return series
+
+
+def write_fleet(root: Path) -> None:
+    member = {"ascendWeight": 20, "verifiedAscendImage": IMAGE}
+    config = {
+        f"{PROJECT}:namespace": FLEET,
+        f"{PROJECT}:services": {name: dict(member) for name in FLEET_MEMBERS},
+    }
+    (root / f"Pulumi.{FLEET}.yaml").write_text(yaml.safe_dump({"config": config}))
+
+
+def history() -> list[Series]:
+    series = fleet_history()
     for namespace, (weight, mirror, share, errors) in SCENARIOS.items():
         ascend_labels = {"hardware": "ascend", "namespace": namespace}
         series.append(Series(ASCEND_WEIGHT, ascend_labels, steps(*weight)))
@@ -135,6 +168,7 @@ def project(tmp_path: Path) -> Path:
     (tmp_path / "Pulumi.yaml").write_text(f"name: {PROJECT}\nruntime: python\n")
     for namespace in WEIGHTS:
         write_stack(tmp_path, namespace)
+    write_fleet(tmp_path)
     return tmp_path
 
 
@@ -362,3 +396,37 @@ def test_gate_json_carries_the_split_the_bake_and_the_judged_step(project, prome
     assert by_key["bake"]["status"] == "PASS"
     assert mirror["step"] == {"from": 0, "to": 5}
     assert mirror["notes"][1].startswith("Ascend's numbers come from mirrored copies")
+
+
+def test_a_fleet_members_split_and_bake_are_judged_on_its_own_series(project, prometheus, capsys):
+    assert gate(project, prometheus, FLEET, "--service", "chat") == 0
+    found = lines(capsys.readouterr().out)
+    assert found["Split landed"] == (
+        "PASS: observed 20.00% of requests on Ascend, expected 20.00% at the recorded rung 20%"
+    )
+    assert found["Bake time"] == "PASS: held for the whole 24h with 864,000 requests"
+    assert gate(project, prometheus, FLEET, "--service", "embedder") == 1
+    found = lines(capsys.readouterr().out)
+    assert found["Split landed"].startswith(
+        "FAIL: observed 0.00% of requests on Ascend, expected 5.00% at the recorded rung 5%"
+    )
+    assert found["Bake time"] == (  # the recorded 5% held, but Ascend served none of it
+        "FAIL: too few requests on Ascend in the bake window to call it steady (0 on Ascend, "
+        "864,000 on NVIDIA; at least 100)"
+    )
+
+
+def test_status_of_a_fleet_shows_each_services_split(project, prometheus, capsys):
+    argv = ["-C", str(project), "status", "--stack", FLEET, "--prometheus", prometheus]
+    assert main([*argv, "--at", str(END)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "  chat split: PASS: observed 20.00% of requests on Ascend, expected 20.00% at the "
+        "recorded rung 20% (last 30m)"
+    ) in out
+    assert "  embedder split: FAIL: observed 0.00% of requests on Ascend, expected 5.00%" in out
+    assert main([*argv, "--at", str(END), "--service", "chat", "-o", "json"]) == 0
+    [status] = json.loads(capsys.readouterr().out)["stacks"]
+    [chat] = status["services"]
+    assert (chat["service"], chat["traffic"]["split"]["status"]) == ("chat", "PASS")
+    assert chat["traffic"]["bake"]["held"] == "held >= 24h"

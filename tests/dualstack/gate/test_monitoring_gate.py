@@ -6,11 +6,13 @@ against a Prometheus serving it; a second Prometheus serves raw and recorded blo
 and `dualstack gate` judges each scenario. This checks the contract the gate relies on: rates
 in req/s, 5xx ratios in 0..1 and absent without traffic, latencies in seconds; and the
 gate's verdicts on them: healthy passes; 10x NVIDIA's errors, 3x its p99, no Ascend traffic
-and 0/0 minutes inside the window fail; a stopped Prometheus is an error (exit 2).
+and 0/0 minutes inside the window fail; a stopped Prometheus is an error (exit 2). A fleet of
+two services in one namespace: each service's gate (`--service`) judges its own series only.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from dataclasses import dataclass, replace
@@ -20,7 +22,7 @@ import pytest
 import yaml
 
 from components.monitoring.prometheus_rule import prometheus_rule_spec, rule_file
-from components.settings import PROJECT, load_settings
+from components.settings import PROJECT, load_fleet, load_settings
 from dualstack.cli import main
 from tests.support.prometheus_server import (
     PROMTOOL_TIMEOUT_S,
@@ -68,6 +70,15 @@ SCENARIOS = {
     "e2e-stalled": {"nvidia": HEALTHY_NVIDIA, "ascend": replace(HEALTHY_ASCEND, still=STALL)},
 }
 WORKLOADS = {"nvidia": "inference-blue", "ascend": "inference-green"}
+FLEET = "e2e-fleet"
+FLEET_SERVICES = {
+    # service: {hardware: traffic}, all in namespace e2e-fleet; workloads <service>-blue/-green
+    "chat": {"nvidia": HEALTHY_NVIDIA, "ascend": HEALTHY_ASCEND},
+    "embedder": {
+        "nvidia": Side(8.0, 0.005, NVIDIA_LATENCY),
+        "ascend": Side(2.0, 0.05, ASCEND_LATENCY),
+    },
+}
 
 
 def counter(per_second: float, still: tuple[int, int] | None = None) -> list[tuple[float, float]]:
@@ -88,25 +99,34 @@ def counter(per_second: float, still: tuple[int, int] | None = None) -> list[tup
 
 def istio_history() -> list[Series]:
     series = []
-    for namespace, sides in SCENARIOS.items():
-        for hardware, side in sides.items():
-            base = {
-                "reporter": "destination",
-                "destination_workload_namespace": namespace,
-                "destination_workload": WORKLOADS[hardware],
-            }
-            ok, failed = side.rate * (1 - side.errors), side.rate * side.errors
-            for code, rate in (("200", ok), ("503", failed)):
-                labels = {**base, "response_code": code}
-                series.append(Series("istio_requests_total", labels, counter(rate, side.still)))
-            for le, share in side.latency.items():
-                series.append(
-                    Series(
-                        "istio_request_duration_milliseconds_bucket",
-                        {**base, "le": le},
-                        counter(side.rate * share, side.still),
-                    )
+    backends = [
+        (namespace, WORKLOADS[hardware], side)
+        for namespace, sides in SCENARIOS.items()
+        for hardware, side in sides.items()
+    ]
+    backends += [
+        (FLEET, f"{service}-{'blue' if hardware == 'nvidia' else 'green'}", side)
+        for service, sides in FLEET_SERVICES.items()
+        for hardware, side in sides.items()
+    ]
+    for namespace, workload, side in backends:
+        base = {
+            "reporter": "destination",
+            "destination_workload_namespace": namespace,
+            "destination_workload": workload,
+        }
+        ok, failed = side.rate * (1 - side.errors), side.rate * side.errors
+        for code, rate in (("200", ok), ("503", failed)):
+            labels = {**base, "response_code": code}
+            series.append(Series("istio_requests_total", labels, counter(rate, side.still)))
+        for le, share in side.latency.items():
+            series.append(
+                Series(
+                    "istio_request_duration_milliseconds_bucket",
+                    {**base, "le": le},
+                    counter(side.rate * share, side.still),
                 )
+            )
     return series
 
 
@@ -119,11 +139,24 @@ def stack_config(namespace: str) -> dict[str, str]:
     }
 
 
+def fleet_config() -> dict:
+    """The fleet stack: both services at 20 %, each with its verified image."""
+    member = {"ascendWeight": 20, "verifiedAscendImage": IMAGE}
+    return {
+        f"{PROJECT}:namespace": FLEET,
+        f"{PROJECT}:bakeTime": "1h",  # inherited by both; the history holds 2 h of 20%
+        f"{PROJECT}:services": {name: dict(member) for name in FLEET_SERVICES},
+    }
+
+
 def request_groups() -> dict:
-    """The real rules' request groups (what the gate reads) of every scenario's stack."""
+    """The real rules' request groups (what the gate reads) of every scenario's stack, and of
+    each service of the fleet."""
     groups = []
-    for namespace in SCENARIOS:
-        spec = prometheus_rule_spec(load_settings(stack_config(namespace)), namespace)
+    members = [(load_settings(stack_config(ns)), ns) for ns in SCENARIOS]
+    members += [(settings, FLEET) for settings in load_fleet(fleet_config())]
+    for settings, stack in members:
+        spec = prometheus_rule_spec(settings, stack)
         groups += [g for g in spec["groups"] if g["name"].endswith(".requests")]
     return {"groups": groups}
 
@@ -157,11 +190,12 @@ def project(tmp_path: Path) -> Path:
     for namespace in SCENARIOS:
         text = yaml.safe_dump({"config": stack_config(namespace)})
         (tmp_path / f"Pulumi.{namespace}.yaml").write_text(text)
+    (tmp_path / f"Pulumi.{FLEET}.yaml").write_text(yaml.safe_dump({"config": fleet_config()}))
     return tmp_path
 
 
-def gate(project: Path, url: str, stack: str, report: Path) -> int:
-    argv = ["-C", str(project), "gate", "--stack", stack, "--prometheus", url]
+def gate(project: Path, url: str, stack: str, report: Path, *extra: str) -> int:
+    argv = ["-C", str(project), "gate", "--stack", stack, "--prometheus", url, *extra]
     return main([*argv, "--at", str(END), "--markdown", str(report)])
 
 
@@ -283,3 +317,34 @@ def test_prometheus_down_is_a_one_line_error(project, tmp_path, capsys) -> None:
     ]
     assert captured.out == ""
     assert not report.exists()
+
+
+def test_each_service_of_a_fleet_is_gated_on_its_own_series(
+    project, prometheus, tmp_path, capsys
+) -> None:
+    """chat is healthy, embedder errs 10x in the same namespace: chat's gate passes."""
+    report = tmp_path / "chat.md"
+    assert gate(project, prometheus, FLEET, report, "--service", "chat") == 0
+    assert set(results(report).values()) == {"PASS"}
+    out = capsys.readouterr().out
+    assert out.startswith("Promotion gate for stack e2e-fleet, service chat (namespace e2e-fleet")
+    assert "0.40%" in out and "0.20%" in out  # chat's own 5xx ratios, not embedder's 5%
+    report = tmp_path / "embedder.md"
+    assert gate(project, prometheus, FLEET, report, "--service", "embedder") == 1
+    assert results(report)["5xx error ratio"] == "FAIL"
+    assert "| 5xx error ratio | FAIL | 5.00% | 0.50% |" in report.read_text()
+
+
+def test_a_fleet_without_service_judges_every_service_on_its_own(
+    project, prometheus, tmp_path, capsys
+) -> None:
+    """What the pull-request pipeline runs (`gate --stack S`): one report per service; the
+    fleet fails because embedder does, and chat's report still passes."""
+    report = tmp_path / "fleet.md"
+    assert gate(project, prometheus, FLEET, report, "-o", "json") == 1
+    doc = json.loads(capsys.readouterr().out)
+    verdicts = {(s["stack"], s["service"]): s["passed"] for s in doc["stacks"]}
+    assert verdicts == {(FLEET, "chat"): True, (FLEET, "embedder"): False}
+    text = report.read_text()
+    assert "### Promotion gate: PASSED\n\nStack `e2e-fleet`, service `chat` " in text
+    assert "### Promotion gate: FAILED\n\nStack `e2e-fleet`, service `embedder` " in text

@@ -12,6 +12,7 @@ from dualstack.offline.envelope import (
     envelope_changes,
     file_changes,
     flatten,
+    other_stack_changes,
 )
 from tests.conftest import cfg, git
 
@@ -289,3 +290,54 @@ def test_a_lowered_mirror_hides_no_later_change():
     shadow = cfg(ascendWeight="0", mirrorPercent="10")
     head = cfg(ascendWeight="5", mirrorPercent="0", router="gateway-api")
     assert resolved_changes(shadow, head) == ["router: istio -> gateway-api"]
+
+
+FLEET_TEXT = """config:
+  dualstack-inference:services:
+    chat:
+      ascendWeight: 50
+    embedder:
+      ascendWeight: 20
+"""
+
+
+def test_another_fleet_stack_that_only_lowers_its_members_is_no_change(tmp_path):
+    """`dualstack rollback --all` lowers every service of every stack in one commit: a fleet
+    file whose only edits are lower member weights is a rollback, not an envelope change."""
+    repo, base = repo_with(
+        tmp_path, {"Pulumi.yaml": "name: x\n", "Pulumi.prod.yaml": "config: {}\n"}
+    )
+    (repo / "Pulumi.fleet.yaml").write_text(FLEET_TEXT)
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "fleet")
+    base = git(repo, "rev-parse", "HEAD").strip()
+    fleet = repo / "Pulumi.fleet.yaml"
+    fleet.write_text(FLEET_TEXT.replace("50", "0").replace("20", "5"))
+    assert describe(other_stack_changes(repo, base, "prod")) == []
+    fleet.write_text(FLEET_TEXT.replace("50", "0").replace("20", "50"))  # one raised
+    assert describe(other_stack_changes(repo, base, "prod")) == [
+        "file Pulumi.fleet.yaml: at base -> modified"
+    ]
+    fleet.write_text(FLEET_TEXT.replace("50", "0") + "    reranker:\n      ascendWeight: 0\n")
+    assert describe(other_stack_changes(repo, base, "prod")) == [  # a member added
+        "file Pulumi.fleet.yaml: at base -> modified"
+    ]
+    fleet.write_text(FLEET_TEXT)  # unchanged
+    assert describe(other_stack_changes(repo, base, "prod")) == []
+
+
+def test_a_fleet_members_mirror_is_its_own_and_lowering_it_is_a_step():
+    from components.settings import load_fleet
+
+    def member(weight: int, mirror: int) -> dict:
+        return {"ascendWeight": weight, "mirrorPercent": mirror}
+
+    def fleet(chat: dict) -> dict:
+        return cfg(services={"chat": chat, "embedder": member(20, 0)})
+
+    def changes(base, head):
+        return describe(config_changes(base, head, load_fleet(base), load_fleet(head)))
+
+    shadow = fleet(member(0, 10))
+    assert changes(shadow, fleet(member(5, 0))) == []
+    assert changes(shadow, fleet(member(0, 20))) == ["services.chat.mirrorPercent: 10 -> 20"]

@@ -14,7 +14,12 @@ from components.naming import VERIFIED_IMAGE_ANNOTATION
 from components.settings import SettingsError, load_settings
 from components.traffic import route_weights
 from dualstack.cli import main
-from dualstack.offline.policy_config import ENFORCEMENT, NOT_FROM_SETTINGS, pack_config
+from dualstack.offline.policy_config import (
+    ENFORCEMENT,
+    FLEET_ONLY,
+    NOT_FROM_SETTINGS,
+    pack_config,
+)
 from dualstack.pulumi_cli import StackOutputError, parse_weight, read_deployed_weight
 from policies import POLICIES
 from policies.supply_chain import VERIFIED_IMAGE_ANNOTATION as PACK_ANNOTATION
@@ -28,7 +33,7 @@ def test_each_policy_gets_exactly_its_schema_keys():
     config = pack_config(settings, 5, base=settings, base_objects=[], envelope=())
     for policy in POLICIES:
         declared = set(policy.config_schema.properties) if policy.config_schema else set()
-        expected = declared - NOT_FROM_SETTINGS
+        expected = declared - NOT_FROM_SETTINGS - FLEET_ONLY
         if policy.name in ENFORCEMENT:
             expected.add("enforcementLevel")
         assert set(config.get(policy.name, {})) == expected, policy.name

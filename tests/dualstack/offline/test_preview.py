@@ -35,7 +35,7 @@ def test_weight_step_changes_the_route_and_the_recorded_weight(git_repo: Path) -
 def test_step_to_50_scales_ascend(git_repo: Path) -> None:
     set_config_value(git_repo, "prod", "ascendWeight", 50)
     preview = build_preview(git_repo, "prod", "main")
-    assert "Replicas: nvidia 4, ascend 1 -> 3" in format_preview(preview)
+    assert "Replicas: nvidia 4, ascend 2 -> 3" in format_preview(preview)
     assert "~ Deployment inference/inference-green" in [c.describe() for c in preview.changes]
 
 

@@ -35,7 +35,7 @@ def test_5_to_20_passes(git_repo, capsys):
     code, out, err = preview(git_repo, capsys)
     assert code == 0, out
     assert "Ascend weight: 5% -> 20%" in out
-    summary = "0 violations, 4 advisories, 10 of 12 policies passed"
+    summary = "0 violations, 4 advisories, 13 of 15 policies passed"
     assert f"Policies (dualstack-migration, previous weight 5%): {summary}" in out
     assert "  ok   no-unsafe-weight-jump [mandatory]" in out
     assert err == ""
@@ -142,8 +142,10 @@ def test_more_nvidia_pods_than_the_pool_holds_fails(git_repo, capsys):
     """The trial's case: totalReplicas=100 puts 100 pods on 3 nodes x 8 GPUs."""
     code, out, err = preview(git_repo, capsys, "--set", "capacity.totalReplicas=100")
     assert code == 1
-    assert "Replicas: nvidia 4 -> 100, ascend 1 -> 6" in out
-    assert err.splitlines()[0] == "policy check failed: pool-capacity, safety-envelope-unchanged"
+    assert "Replicas: nvidia 4 -> 100, ascend 2 -> 6" in out
+    assert err.splitlines()[0] == (
+        "policy check failed: fleet-rollback-capacity, pool-capacity, safety-envelope-unchanged"
+    )
     assert (
         "pool 'nvidia' is too small: a rollout takes up to 100 nvidia.com/gpu (Deployment "
         "inference/inference-blue: (100 replicas, pod template unchanged: no surge) x 1) but "

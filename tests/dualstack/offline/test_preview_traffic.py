@@ -108,7 +108,7 @@ def test_a_route_to_the_ascend_service_host_is_refused(patch_routes):
         "are always allowed); route 'direct' sends it to Deployment inference/inference-green"
     )
     [capacity] = found["rollback-capacity"]
-    assert capacity.startswith("Deployment inference/inference-green has 1 replicas for 100%")
+    assert capacity.startswith("Deployment inference/inference-green has 2 replicas for 100%")
 
 
 def test_the_ascend_host_as_a_third_destination_of_the_split_is_refused(patch_routes):

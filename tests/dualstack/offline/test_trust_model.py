@@ -109,20 +109,23 @@ def test_total_replicas_1_cannot_starve_nvidia(repo, capsys):
     assert code == 1
     assert failed_policies(err) == {ENVELOPE, "rollback-capacity"}
     assert "capacity.totalReplicas: 4 -> 1" in out
-    assert "Deployment inference/inference-blue has 1 replicas while Ascend takes 5%" in err
+    # NVIDIA serves, so it runs the minimum of 2 pods: still not the base's 4
+    assert "Deployment inference/inference-blue has 2 replicas while Ascend takes 5%" in err
     assert "keep 4 replicas" in err  # the base's totalReplicas
 
 
-def test_a_capacity_ratio_of_10_cannot_serve_50_percent_on_one_pod(repo, capsys):
-    at(repo, 20)
-    head(repo, ascendWeight="50", capacity={"ascendCapacityRatio": 10})
+def test_a_capacity_ratio_of_10_cannot_serve_80_percent_on_two_pods(repo, capsys):
+    # The head's ratio 10 gives 4 x 0.8 x 1.2 / 10 = 0.38 pods: the serving minimum, 2; the
+    # base's ratio 1 needs 4 x 0.8 = 3.2, so 4.
+    at(repo, 50)
+    head(repo, ascendWeight="80", capacity={"ascendCapacityRatio": 10})
     code, out, err = preview(repo, capsys)
     assert code == 1
-    assert "Replicas: nvidia 4, ascend 1" in out
+    assert "Replicas: nvidia 4, ascend 3 -> 2" in out
     assert failed_policies(err) == {ENVELOPE, "rollback-capacity"}
     assert (
-        "Deployment inference/inference-green has 1 replicas for 50% of traffic: at "
-        "ascendCapacityRatio=1 its share of totalReplicas=4 needs at least 2"
+        "Deployment inference/inference-green has 2 replicas for 80% of traffic: at "
+        "ascendCapacityRatio=1 its share of totalReplicas=4 needs at least 4"
     ) in err
 
 
@@ -411,7 +414,7 @@ def test_an_approved_envelope_change_without_a_rise_passes(repo, capsys):
     code, out, err = preview(repo, capsys, "--owner-approved")
     assert code == 0, out + err
     assert "capacity.totalReplicas: 4 -> 6" in out
-    assert "Replicas: nvidia 4 -> 6, ascend 1 -> 2" in out
+    assert "Replicas: nvidia 4 -> 6, ascend 2" in out  # 6 x 0.2 x 1.2 = 1.44: 2 either way
 
 
 def test_the_same_approved_change_with_a_rise_is_refused(repo, capsys):

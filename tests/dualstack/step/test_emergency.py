@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import subprocess
 
@@ -24,7 +25,7 @@ from dualstack.step.emergency import (
     virtual_service_urn,
     weight_patch,
 )
-from tests.conftest import cfg, find
+from tests.conftest import PROJECT, cfg, find
 
 # The tokens and names a user passes to `pulumi up --target` (stated here, not imported).
 TOP = ("dualstack:index:DualStackInference", "inference")
@@ -251,8 +252,34 @@ def test_rollback_that_keeps_nvidia_at_its_size_only_moves_traffic():
 def test_scale_command_names_the_backend_deployment_and_its_pods():
     settings = load_settings(cfg(ascendWeight="20"))
     assert scale_command(settings, "ascend") == (
-        "kubectl -n inference scale deployment inference-green --replicas=1"
+        "kubectl -n inference scale deployment inference-green --replicas=2"
     )
     assert scale_command(settings, "nvidia") == (
         "kubectl -n inference scale deployment inference-blue --replicas=4"
     )
+
+
+def test_a_fleet_members_rollback_targets_its_own_registered_httproute(run_stack):
+    """Under gateway-api each member's split is its own HTTPRoute (`<name>-route`); a fleet
+    rollback of chat targets chat's, registered under chat's traffic component."""
+    from components.settings import load_fleet
+    from tests.conftest import fleet_config
+
+    config = {**fleet_config(), **cfg(router="gateway-api")}
+    resources = {(r.type_, r.name) for r in run_stack(config, "fleet")}
+    before = load_fleet(config)
+    services = json.loads(json.dumps(config[f"{PROJECT}:services"]))
+    services["chat"]["ascendWeight"] = 0
+    after = load_fleet({**config, f"{PROJECT}:services": services})
+    command = targeted_up(before, after, "fleet")
+    urn = (
+        "urn:pulumi:fleet::dualstack-inference::dualstack:index:DualStackInference$"
+        "dualstack:index:TrafficSplit$kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
+        "::inference-chat-traffic-http-route"
+    )
+    assert f"--target {shlex.quote(urn)}" in command
+    assert command.count("--target") == 2  # chat's HTTPRoute and chat's PrometheusRule
+    assert (urn.split("$")[-1].split("::")[0], urn.rsplit("::", 1)[1]) in resources
+    patches = break_glass_patches(after.member("chat"))
+    assert len(patches) == 1
+    assert "patch httproutes.gateway.networking.k8s.io chat-route" in patches[0]

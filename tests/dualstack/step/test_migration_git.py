@@ -180,7 +180,7 @@ def test_body_file_is_the_printed_body(git_repo, tmp_path, capsys):
     assert text.startswith("## staging: Ascend weight 20% -> 50% (ladder step 3 of 5)\n")
     assert text in capsys.readouterr().out
     assert "| NVIDIA pods | 2 | 2 |" in text
-    assert "| Ascend pods | 1 | 2 |" in text
+    assert "| Ascend pods | 2 | 2 |" in text  # staging: 2 x 0.2 and 2 x 0.5 x 1.2 -> 2
 
 
 # --- with a stand-in `pulumi` on PATH (the real CLI is not obtainable here) ---

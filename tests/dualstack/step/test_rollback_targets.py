@@ -77,3 +77,65 @@ def test_deploy_of_a_raise_or_no_change_targets_nothing(git_repo: Path, capsys) 
     set_weight(git_repo, "prod", 20)
     assert deploy_targets(git_repo, 5, capsys) == []
     assert deploy_targets(git_repo, 20, capsys) == []
+
+
+FLEET = "urn:pulumi:fleet::dualstack-inference::dualstack:index:DualStackInference"
+
+
+def _fleet_urn(kind: str, name: str) -> str:
+    return f"{FLEET}${kind}::{name}"
+
+
+def fleet_repo(repo: Path) -> Path:
+    """`repo` with the example fleet (chat 50%, embedder 20%, reranker 0%) committed."""
+    import shutil
+
+    from tests.conftest import EXAMPLE_FLEET, git
+
+    shutil.copy(EXAMPLE_FLEET / "Pulumi.fleet.yaml", repo / "Pulumi.fleet.yaml")
+    git(repo, "add", "Pulumi.fleet.yaml")
+    git(repo, "commit", "-qm", "fleet")
+    return repo
+
+
+def test_a_fleet_rollback_targets_the_lowered_services_only(git_repo: Path, capsys) -> None:
+    repo = fleet_repo(git_repo)
+    path = repo / "Pulumi.fleet.yaml"
+    path.write_text(path.read_text().replace("ascendWeight: 50", "ascendWeight: 0"))
+    code = main(["-C", str(repo), "ci", "rollback-targets", "--stack", "fleet"])
+    assert (code, capsys.readouterr().out.split()) == (
+        0,
+        [
+            _fleet_urn(
+                "dualstack:index:TrafficSplit$kubernetes:networking.istio.io/v1:VirtualService",
+                "inference-chat-traffic-virtual-service",
+            ),
+            _fleet_urn(
+                "dualstack:index:UnifiedMonitoring$kubernetes:monitoring.coreos.com/v1:"
+                "PrometheusRule",
+                "inference-chat-monitoring-rules",
+            ),
+        ],
+    )
+
+
+def test_the_deploy_moves_traffic_first_for_each_lowered_service(git_repo: Path, capsys) -> None:
+    repo = fleet_repo(git_repo)
+    deployed = '{"chat": {"ascendWeight": 80}, "embedder": {"ascendWeight": 20}}'
+    argv = ["ci", "rollback-targets", "--stack", "fleet", "--deployed-services", deployed]
+    assert main(["-C", str(repo), *argv]) == 0
+    names = [urn.rsplit("::", 1)[1] for urn in capsys.readouterr().out.split()]
+    assert names == ["inference-chat-traffic-virtual-service", "inference-chat-monitoring-rules"]
+    raised = '{"chat": {"ascendWeight": 20}, "embedder": {"ascendWeight": 5}}'
+    argv[-1] = raised  # the file raises both: nothing to move first
+    assert main(["-C", str(repo), *argv]) == 0
+    assert capsys.readouterr().out == ""
+
+
+def test_one_weight_for_a_fleet_is_refused(git_repo: Path, capsys) -> None:
+    repo = fleet_repo(git_repo)
+    argv = ["ci", "rollback-targets", "--stack", "fleet", "--deployed-weight", "50"]
+    assert main(["-C", str(repo), *argv]) == 2
+    assert capsys.readouterr().err == (
+        "error: stack fleet holds a fleet, but one weight was given: pass --deployed-services\n"
+    )

@@ -84,3 +84,30 @@ def test_promote_from_the_shadow_rung_is_one_commit_of_two_lines(root, capsys):
     out = capsys.readouterr().out
     assert "| Mirrored to Ascend | 10% | 0% |" in out
     assert "Unchanged: this is a migration step only." in out
+
+
+FLEET_FILE = f"""\
+config:
+  {PROJECT}:services:
+    chat:
+      ascendWeight: 0
+      mirrorPercent: 10  # chat's shadow rung
+    embedder:
+      ascendWeight: 20
+"""
+
+
+def test_a_fleet_member_leaving_its_shadow_rung_ends_its_own_mirror(root):
+    from components.settings import load_fleet
+
+    (root / "Pulumi.fleet.yaml").write_text(FLEET_FILE)
+    chat = load_fleet(read_config(root, "fleet")).member("chat")
+    change = change_weight(root, "fleet", chat, 5)
+    assert (change.after.name, change.after.ascend_weight, change.after.mirror_percent) == (
+        "chat",
+        5,
+        0,
+    )
+    assert (root / "Pulumi.fleet.yaml").read_text() == FLEET_FILE.replace(  # comment column kept
+        "ascendWeight: 0\n      mirrorPercent: 10  #", "ascendWeight: 5\n      mirrorPercent: 0   #"
+    )

@@ -1,0 +1,312 @@
+"""A fleet: the services one stack runs on the two shared node pools, each on its own rung.
+
+A stack file without `services` is a fleet of one: its keys are the single service, exactly as
+before (`pulumi config set ascendWeight 20` stays the quick start). With `services`, the stack's
+keys hold what the fleet shares and what every member inherits, and each member
+(`services.<name>`) holds its own weight and whatever it sets differently:
+
+```yaml
+config:
+  dualstack-inference:ascend:              # the pools, once per stack
+    pool: {nodes: [ascend-01, ascend-02]}
+  dualstack-inference:services:
+    chat:
+      ascendWeight: 20        # pulumi config set --path 'services.chat.ascendWeight' 20
+      ascend: {image: registry/chat:v2.0.0-npu}
+    embedder:
+      ascendWeight: 0
+      capacity: {totalReplicas: 2}
+```
+
+- Once per stack (`FLEET_KEYS`, `FLEET_HARDWARE_KEYS`): `ladder`, `namespace`, `policy`,
+  `security`, `monitoring`, `testerPinning` (one pin header for every service), and each
+  backend's `pool`, `acceleratorResource` and `driverHostPath`. A member setting one is
+  refused.
+- Per member only (`MEMBER_ONLY`): `ascendWeight`, `mirrorPercent` (the shadow rung) and the
+  evidence (`verifiedImages`, `verifiedAscendImage`); with `services` they may not stand at
+  the stack level.
+- Named after the member (`member_names`): the shared Service and `app` label `<name>`, the
+  Deployments `<name>-blue` / `<name>-green`, the VirtualService `<name>-vs`, the
+  DestinationRule `<name>-dr` and the HTTPRoute `<name>-route`; these may not be set at the
+  stack level either.
+- Everything else (images, capacity, probes, resources, scratch, Istio API version, gateways
+  and hosts, SLOs, the precision check) is inherited from the stack's keys and may be set per
+  member; mappings merge key by key, lists replace.
+
+`load_fleet()` validates the stack's keys once, then every member as a full `Settings`
+(`Settings.member` is its name), and checks what only the fleet can see: no two members share
+an object name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from components import api_rules
+from components.settings.base import deep_merge
+from components.settings.model import (
+    HARDWARE,
+    PROJECT,
+    Settings,
+    SettingsError,
+    raw_config,
+    validate_settings,
+)
+from components.settings.scalars import shown
+
+SERVICES_KEY = "services"
+FLEET_KEYS = frozenset({"ladder", "namespace", "policy", "security", "monitoring", "testerPinning"})
+"""Stack-level keys a member may not set: the fleet shares them."""
+FLEET_HARDWARE_KEYS = frozenset({"pool", "acceleratorResource", "driverHostPath"})
+"""Keys of `nvidia` / `ascend` a member may not set: the node pools are the stack's, once."""
+MEMBER_ONLY = frozenset({"ascendWeight", "mirrorPercent", "verifiedImages", "verifiedAscendImage"})
+"""Keys that belong to one member: never inherited, refused at the stack level of a fleet (a
+member's rung is its weight and its mirrored share)."""
+MAX_MEMBER_NAME = 56
+"""A member's name is its Service name: a DNS-1035 label with room for `-nvidia`."""
+
+
+def member_names(name: str) -> dict[str, Any]:
+    """The object names a member gets from its name (stack-file shape, camelCase)."""
+    return {
+        "service": {"name": name},
+        "nvidia": {"deploymentName": f"{name}-blue"},
+        "ascend": {"deploymentName": f"{name}-green"},
+        "istio": {"virtualServiceName": f"{name}-vs", "destinationRuleName": f"{name}-dr"},
+        "gatewayApi": {"routeName": f"{name}-route"},
+    }
+
+
+def _named_paths() -> set[tuple[str, str]]:
+    return {(key, inner) for key, value in member_names("x").items() for inner in value}
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """The services of one stack, by name, in stack-file order. `declared` is False for a
+    stack without `services` (one implicit member, named `service.name`)."""
+
+    members: Mapping[str, Settings]
+    declared: bool
+
+    @property
+    def names(self) -> list[str]:
+        """The members' names, in stack-file order."""
+        return list(self.members)
+
+    @property
+    def first(self) -> Settings:
+        """Any member: what the fleet shares (pools, namespace, ladder) is equal in all."""
+        return next(iter(self.members.values()))
+
+    def __iter__(self) -> Iterator[Settings]:
+        return iter(self.members.values())
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+    def member(self, name: str | None = None) -> Settings:
+        """The member called `name`; without a name, the only one.
+
+        Raises SettingsError naming the members when `name` is unknown, or None while the
+        stack holds several.
+        """
+        if name is None and len(self.members) == 1:
+            return self.first
+        if name is not None and name in self.members:
+            return self.members[name]
+        listed = ", ".join(self.members)
+        if name is None:
+            raise SettingsError(
+                f"this stack holds {len(self.members)} services ({listed}): pass --service NAME"
+            )
+        raise SettingsError(f"--service {shown(name)}: no such service; this stack holds {listed}")
+
+
+def _problem(path: str, value: Any, why: str) -> str:
+    return f"{PROJECT}:{path} = {shown(value)}: {why}"
+
+
+def _member_problems(name: str, member: Mapping[str, Any]) -> list[str]:
+    """One line per key a member may not set."""
+    problems = []
+    where = f"{SERVICES_KEY}.{name}"
+    for key, value in member.items():
+        if key in FLEET_KEYS or key == SERVICES_KEY:
+            problems.append(
+                _problem(
+                    f"{where}.{key}",
+                    value,
+                    f"the fleet shares it; set it once per stack as {PROJECT}:{key}",
+                )
+            )
+        elif key in HARDWARE and isinstance(value, Mapping):
+            for inner in sorted(FLEET_HARDWARE_KEYS & set(value)):
+                problems.append(
+                    _problem(
+                        f"{where}.{key}.{inner}",
+                        value[inner],
+                        f"the node pools are the stack's; set it once as {PROJECT}:{key}.{inner}",
+                    )
+                )
+        if key == "service" and isinstance(value, Mapping) and "name" in value:
+            problems.append(
+                _problem(
+                    f"{where}.service.name",
+                    value["name"],
+                    f"a member's Service is named after it ({name}); rename the member instead",
+                )
+            )
+    return problems
+
+
+def _stack_level_problems(raw: Mapping[str, Any]) -> list[str]:
+    """One line per stack-level key a fleet may not have (see the module docstring)."""
+    problems = [
+        _problem(
+            key,
+            raw[key],
+            f"with `{SERVICES_KEY}`, every service has its own; set "
+            f"{SERVICES_KEY}.<name>.{key} instead",
+        )
+        for key in sorted(MEMBER_ONLY & set(raw))
+    ]
+    for key, inner in sorted(_named_paths()):
+        value = raw.get(key)
+        if isinstance(value, Mapping) and inner in value:
+            problems.append(
+                _problem(
+                    f"{key}.{inner}",
+                    value[inner],
+                    f"with `{SERVICES_KEY}`, each service's objects are named after it; remove it",
+                )
+            )
+    return problems
+
+
+def _services(raw: Any) -> dict[str, Mapping[str, Any]]:
+    """The `services` mapping, checked: a non-empty mapping of DNS-1035 names to mappings."""
+    if not isinstance(raw, Mapping) or not raw:
+        raise SettingsError(
+            _problem(SERVICES_KEY, raw, "expected a mapping of service names to their settings")
+        )
+    problems = []
+    for name, member in raw.items():
+        why = api_rules.dns1035_label(name) if isinstance(name, str) else "not a string"
+        if why is None and len(name) > MAX_MEMBER_NAME:
+            why = f"more than {MAX_MEMBER_NAME} characters (its Service adds -nvidia)"
+        if why:
+            problems.append(_problem(f"{SERVICES_KEY}.{name}", name, f"the service name is {why}"))
+        elif not isinstance(member, Mapping):
+            problems.append(_problem(f"{SERVICES_KEY}.{name}", member, "expected a mapping"))
+    if problems:
+        raise SettingsError("\n".join(problems))
+    return dict(raw)
+
+
+def _object_names(settings: Settings) -> dict[str, str]:
+    """{what: object name} of one member, for the uniqueness check."""
+    found = {
+        "Service": settings.service.name,
+        "VirtualService": settings.istio.virtual_service_name,
+        "DestinationRule": settings.istio.destination_rule_name,
+        # the precision check's name prefix (`components.precision.names`, kept equal by a test)
+        "precision check": settings.service.name[:30].rstrip("-") + "-precision",
+    }
+    for hw in HARDWARE:
+        found[f"{hw} Deployment"] = settings.hardware(hw).deployment_name
+        found[f"{hw} direct Service"] = f"{settings.service.name}-{hw}"
+    return found
+
+
+def _clashes(members: Mapping[str, Settings]) -> list[str]:
+    """One line per object name two members would both create."""
+    owner: dict[str, str] = {}
+    problems = []
+    for name, settings in members.items():
+        for what, object_name in _object_names(settings).items():
+            other = owner.setdefault(object_name, name)
+            if other != name:
+                problems.append(
+                    f"{PROJECT}:{SERVICES_KEY}.{name}: its {what} {object_name!r} is also "
+                    f"service {other}'s; give one of them other names"
+                )
+    return problems
+
+
+def load_fleet(config: Mapping[str, Any], project: str = PROJECT) -> Fleet:
+    """Validate a stack's config into its `Fleet` (the module docstring gives the shape).
+
+    `config` is as for `components.settings.model.load_single`. Raises SettingsError, one line
+    per problem, naming the full key (`dualstack-inference:services.chat.ascendWeight`).
+    """
+    raw = raw_config(config, project)
+    if SERVICES_KEY not in raw:
+        settings = validate_settings(raw, config, project)
+        return Fleet({settings.name: settings}, declared=False)
+    services = _services(raw.pop(SERVICES_KEY))
+    problems = _stack_level_problems(raw)
+    problems += [p for name, member in services.items() for p in _member_problems(name, member)]
+    if problems:
+        raise SettingsError("\n".join(problems))
+    shared = {k: v for k, v in raw.items() if k not in MEMBER_ONLY}
+    validate_settings({**shared, "ascendWeight": 0}, config, project)  # the stack's own keys
+    members: dict[str, Settings] = {}
+    lines: list[str] = []
+    for name, member in services.items():
+        merged = deep_merge(deep_merge(shared, member_names(name)), dict(member))
+        try:
+            settings = validate_settings(merged, config, project, (SERVICES_KEY, name))
+        except SettingsError as exc:
+            lines.append(str(exc))
+            continue
+        settings._member = name
+        members[name] = settings
+    if lines:
+        raise SettingsError("\n".join(lines))
+    if problems := _clashes(members):
+        raise SettingsError("\n".join(problems))
+    return Fleet(members, declared=True)
+
+
+def load_settings(
+    config: Mapping[str, Any], project: str = PROJECT, service: str | None = None
+) -> Settings:
+    """The settings of one service of the stack: `service`, or the only one.
+
+    Raises SettingsError for a bad config, an unknown `service`, or no `service` while the
+    stack holds several (the message lists them).
+    """
+    return load_fleet(config, project).member(service)
+
+
+def config_with_weights(
+    config: Mapping[str, Any], weights: Mapping[str, int], project: str = PROJECT
+) -> dict[str, Any]:
+    """`config` with some services' weights replaced, {service name: weight in %}: the stack's
+    `ascendWeight` for the single implicit service (its name is `service.name`), else
+    `services.<name>.ascendWeight` (as `pulumi config set` / `--path` store them). A name the
+    stack does not hold is a SettingsError. `config` itself is not changed."""
+    raw = raw_config(config, project)
+    result = dict(config)
+    if SERVICES_KEY not in raw:
+        (name,) = load_fleet(config, project).names
+        for key, weight in weights.items():
+            if key != name:
+                raise SettingsError(
+                    f"--service {shown(key)}: no such service; this stack holds {name}"
+                )
+            result[f"{project}:ascendWeight"] = str(weight)
+        return result
+    services = {name: dict(member) for name, member in _services(raw[SERVICES_KEY]).items()}
+    for key, weight in weights.items():
+        if key not in services:
+            listed = ", ".join(services)
+            raise SettingsError(
+                f"--service {shown(key)}: no such service; this stack holds {listed}"
+            )
+        services[key]["ascendWeight"] = weight
+    result[f"{project}:{SERVICES_KEY}"] = services
+    return result

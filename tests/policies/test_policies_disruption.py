@@ -1,0 +1,217 @@
+"""serving-disruption-budget: a node drain never leaves a serving subset without a ready pod.
+
+Over the program's own renders (the article's stack at every rung, the example fleet) and
+over hand-built stacks that break one part of the guarantee at a time.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from components.capacity import MIN_SERVING_REPLICAS as PROGRAM_MINIMUM
+from dualstack.offline.policy_config import pack_config
+from dualstack.offline.policy_run import run_policies
+from dualstack.offline.render import render_fleet
+from policies.disruption import MIN_SERVING_REPLICAS, Budget
+from tests.conftest import cfg, find, fleet_config
+from tests.support.policy_objects import (
+    NOT_APPLICABLE,
+    NVIDIA_IMAGE,
+    deployment,
+    good_stack,
+    route_object,
+    stack_violations,
+    with_pins,
+    with_route,
+)
+from tests.support.policy_objects import find as find_hand_built
+
+POLICY = "serving-disruption-budget"
+
+
+def budget(hardware: str, **spec) -> dict:
+    """A PodDisruptionBudget selecting one backend's pods (the program's selector)."""
+    version = "blue" if hardware == "nvidia" else "green"
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": f"inference-{version}-pdb", "namespace": "inference"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "inference-service", "version": version}},
+            **spec,
+        },
+    }
+
+
+def guarded(weight: int, ascend_replicas: int) -> list[dict]:
+    """`good_stack`: both backends' budgets are the program's, `maxUnavailable: 1`."""
+    return good_stack(weight, ascend_replicas)
+
+
+def with_ascend_budget(**spec) -> list[dict]:
+    """The stack at 20% with two Ascend pods and Ascend's budget replaced by one of `spec`."""
+    stack = [o for o in good_stack(20, 2) if o["metadata"]["name"] != "inference-green-pdb"]
+    return [*stack, budget("ascend", **spec)]
+
+
+def test_the_pack_and_the_program_agree_on_the_minimum() -> None:
+    assert MIN_SERVING_REPLICAS == PROGRAM_MINIMUM == 2
+
+
+@pytest.mark.parametrize("weight", [0, 5, 20, 50, 80, 100])
+def test_the_article_stack_keeps_a_ready_pod_at_every_rung(weight: int) -> None:
+    settings, objects = render_fleet(cfg(ascendWeight=str(weight)), "prod")
+    green = find(objects, "Deployment", "inference-green")
+    blue = find(objects, "Deployment", "inference-blue")
+    assert green["spec"]["replicas"] == {0: 1, 5: 2, 20: 2, 50: 3, 80: 4, 100: 5}[weight]
+    assert blue["spec"]["replicas"] == (1 if weight == 100 else 4)
+    assert (
+        find(objects, "PodDisruptionBudget", "inference-green-pdb")["spec"]["maxUnavailable"] == 1
+    )
+    config = pack_config(settings.first, weight, settings.first, objects, envelope=())
+    result = next(r for r in run_policies(objects, config, "prod") if r.policy == POLICY)
+    assert (result.outcome, result.message) == ("pass", "")
+
+
+def test_the_example_fleet_keeps_a_ready_pod_in_every_serving_subset() -> None:
+    fleet, objects = render_fleet(fleet_config(), "fleet")
+    replicas = {
+        o["metadata"]["name"]: o["spec"]["replicas"] for o in objects if o["kind"] == "Deployment"
+    }
+    assert replicas == {
+        "chat-blue": 4,
+        "chat-green": 3,
+        "embedder-blue": 2,
+        "embedder-green": 2,  # 20% of 2 x 1.2 = 0.48 pods: 2 while it serves
+        "reranker-blue": 2,
+        "reranker-green": 1,  # 0%: no traffic, one warm pod
+    }
+    weights = {s.name: s.ascend_weight for s in fleet}
+    config = pack_config(fleet, weights, fleet, objects, envelope=())
+    result = next(r for r in run_policies(objects, config, "fleet") if r.policy == POLICY)
+    assert result.outcome == "pass"
+
+
+def test_one_serving_ascend_pod_is_refused() -> None:
+    assert stack_violations(POLICY, guarded(5, 1)) == [
+        "Deployment inference/inference-green takes traffic (VirtualService "
+        "inference/inference-vs route 'split' sends it 5%) with 1 replica: a node drain "
+        "evicts it and the subset has no ready pod (503) until a new one has loaded its "
+        "model; run at least 2 replicas while it serves"
+    ]
+
+
+def test_one_idle_pod_is_fine() -> None:
+    assert stack_violations(POLICY, guarded(0, 1)) == []
+
+
+def test_a_serving_deployment_without_a_budget_is_refused() -> None:
+    stack = [o for o in good_stack(20, 2) if o["metadata"]["name"] != "inference-green-pdb"]
+    assert stack_violations(POLICY, stack) == [
+        "Deployment inference/inference-green takes traffic (VirtualService "
+        "inference/inference-vs route 'split' sends it 20%) but no PodDisruptionBudget (with "
+        "matchLabels) selects its pods: a node drain may evict every pod at once and leave the "
+        "subset without a ready pod (503); add a PodDisruptionBudget selecting its pods with "
+        "maxUnavailable: 1 (or minAvailable: 1)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("spec", "kept"),
+    [
+        ({"maxUnavailable": 2}, 0),
+        ({"maxUnavailable": "100%"}, 0),
+        ({"minAvailable": 0}, 0),
+        ({"minAvailable": "0%"}, 0),
+    ],
+)
+def test_a_budget_that_lets_every_pod_go_is_refused(spec: dict, kept: int) -> None:
+    (message,) = stack_violations(POLICY, with_ascend_budget(**spec))
+    assert (
+        f"PodDisruptionBudget inference/inference-green-pdb keeps {kept} of its 2 pods" in message
+    )
+
+
+@pytest.mark.parametrize(
+    "spec", [{"maxUnavailable": 1}, {"maxUnavailable": "50%"}, {"minAvailable": 1}]
+)
+def test_a_budget_that_keeps_one_of_two_passes(spec: dict) -> None:
+    assert stack_violations(POLICY, with_ascend_budget(**spec)) == []
+
+
+def test_a_budget_in_another_namespace_does_not_count() -> None:
+    stack = guarded(20, 2)
+    assert stack[-1]["metadata"]["name"] == "inference-green-pdb"
+    stack[-1]["metadata"]["namespace"] = "elsewhere"
+    (message,) = stack_violations(POLICY, stack)
+    assert "Deployment inference/inference-green takes traffic" in message
+
+
+def test_nvidia_at_100_takes_no_traffic_and_may_run_one_pod() -> None:
+    stack = guarded(100, 5)
+    find_hand_built(stack, "Deployment", "nvidia")["spec"]["replicas"] = 1
+    assert stack_violations(POLICY, stack) == []
+
+
+def test_nothing_routed_is_not_applicable() -> None:
+    assert stack_violations(POLICY, [deployment("nvidia", 1, NVIDIA_IMAGE)]) == NOT_APPLICABLE
+
+
+@pytest.mark.parametrize(
+    ("min_available", "max_unavailable", "pods", "kept"),
+    [
+        (None, 1, 2, 1),
+        (None, "50%", 3, 1),
+        ("50%", None, 3, 2),
+        (1, None, 4, 1),
+        (None, None, 2, 0),
+    ],
+)
+def test_what_a_budget_keeps(min_available, max_unavailable, pods, kept) -> None:
+    """Percentages are of the replicas, rounded up (the disruption controller's rule)."""
+    rule = Budget("PodDisruptionBudget x", "inference", {}, min_available, max_unavailable)
+    assert rule.kept(pods) == kept
+
+
+@pytest.mark.parametrize("router", ["istio", "gateway-api"])
+def test_a_tester_pin_makes_no_pod_serving(router: str) -> None:
+    """At 0% the one warm Ascend pod is reached only by the pin header: a drain fails a
+    tester's request, not a user's."""
+    stack = with_route(good_stack(0, 1, router), with_pins(route_object(router, 0), router))
+    assert stack_violations(POLICY, stack) == []
+
+
+def test_a_pin_on_another_header_than_the_configured_one_serves() -> None:
+    """The pin header comes from config `testerPinning` (the base's): a rule matching another
+    header is an ordinary route, and its pod takes traffic."""
+    stack = with_route(good_stack(0, 1), with_pins(route_object("istio", 0), "istio"))
+    config = {"testerPinning": {"header": "x-canary", "nvidia": "nvidia", "ascend": "ascend"}}
+    assert stack_violations(POLICY, stack, config) == [
+        "Deployment inference/inference-green takes traffic (VirtualService "
+        "inference/inference-vs route 'pin-ascend' sends it 100%) with 1 replica: a node drain "
+        "evicts it and the subset has no ready pod (503) until a new one has loaded its "
+        "model; run at least 2 replicas while it serves"
+    ]
+
+
+def test_one_serving_ascend_pod_behind_an_http_route_is_refused() -> None:
+    assert stack_violations(POLICY, good_stack(5, 1, "gateway-api")) == [
+        "Deployment inference/inference-green takes traffic (HTTPRoute "
+        "inference/inference-route route 'split' sends it 5%) with 1 replica: a node drain "
+        "evicts it and the subset has no ready pod (503) until a new one has loaded its "
+        "model; run at least 2 replicas while it serves"
+    ]
+
+
+def test_the_example_fleet_under_gateway_api_keeps_a_ready_pod_and_names_each_route() -> None:
+    config = {**fleet_config(), **cfg(router="gateway-api")}
+    fleet, objects = render_fleet(config, "fleet")
+    routes = sorted(o["metadata"]["name"] for o in objects if o["kind"] == "HTTPRoute")
+    assert routes == ["chat-route", "embedder-route", "reranker-route"]
+    assert [o for o in objects if o["kind"] == "VirtualService"] == []
+    weights = {s.name: s.ascend_weight for s in fleet}
+    config = pack_config(fleet, weights, fleet, objects, envelope=())
+    results = {r.policy: r for r in run_policies(objects, config, "fleet")}
+    assert (results[POLICY].outcome, results[POLICY].message) == ("pass", "")
+    failed = sorted(p for p, r in results.items() if r.outcome == "fail")
+    assert failed == []

@@ -1,0 +1,164 @@
+"""The fleet-wide checks over real renders of fleet stacks, judged with the base's facts.
+
+Base: the example fleet (chat 50%, embedder 20%, reranker 0%; 3 NVIDIA nodes x 8 GPUs, 2
+Ascend nodes x 8 NPUs). Each head below changes what the test names; the pack runs offline
+with the config the base's judge writes (`pack_config`), so the per-service facts (previous
+weights, verified pairs, totalReplicas) are the base's.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from components.settings.base import deep_merge
+from dualstack.offline.policy_config import pack_config
+from dualstack.offline.policy_run import blocking, run_policies
+from dualstack.offline.render import render_fleet
+from policies.pod_counts import pack
+from tests.conftest import PROJECT, fleet_config
+
+SERVICES = f"{PROJECT}:services"
+
+
+def _head(**changes: dict[str, Any]) -> dict[str, Any]:
+    """The example fleet with `services.<name>` fields changed (merged key by key) and any
+    stack-level key given under the name `stack`."""
+    config = copy.deepcopy(fleet_config())
+    for name, fields in changes.items():
+        if name == "stack":
+            for key, value in fields.items():
+                config[f"{PROJECT}:{key}"] = deep_merge(config.get(f"{PROJECT}:{key}", {}), value)
+            continue
+        config[SERVICES][name] = deep_merge(config[SERVICES].get(name, {}), fields)
+    return config
+
+
+def _base(config: dict[str, Any]):
+    return render_fleet(config, "fleet")
+
+
+@pytest.fixture(scope="module")
+def base():
+    return _base(fleet_config())
+
+
+def _judge(base, head_config: dict[str, Any], previous: dict[str, int] | None = None):
+    base_fleet, base_objects = base
+    head_fleet, head_objects = render_fleet(head_config, "fleet")
+    weights = previous or {s.name: s.ascend_weight for s in base_fleet}
+    config = pack_config(head_fleet, weights, base_fleet, base_objects, envelope=())
+    results = run_policies(head_objects, config, "fleet")
+    return {r.policy: r.message for r in blocking(results)}
+
+
+def test_the_example_fleet_passes_every_policy(base) -> None:
+    assert _judge(base, _head()) == {}
+
+
+def test_two_services_raised_in_one_change_are_refused(base) -> None:
+    # Both steps are one rung up to a pair the base verified: only the fleet rule refuses.
+    failed = _judge(base, _head(chat={"ascendWeight": 80}, embedder={"ascendWeight": 50}))
+    assert set(failed) == {"one-service-raised"}
+    assert failed["one-service-raised"].startswith(
+        "one change raises the Ascend share of 2 services (chat 50% -> 80%; embedder 20% -> 50%)"
+    )
+
+
+def test_one_raised_and_others_lowered_passes(base) -> None:
+    head = _head(chat={"ascendWeight": 0}, embedder={"ascendWeight": 50})
+    assert _judge(base, head) == {}
+
+
+def test_a_fleet_rollback_to_zero_passes(base) -> None:
+    head = _head(**{name: {"ascendWeight": 0} for name in ("chat", "embedder", "reranker")})
+    assert _judge(base, head) == {}
+
+
+def test_a_step_rule_is_each_services_own(base) -> None:
+    # embedder is at 20%: 80% skips a rung. Chat going to 80 alone would be fine.
+    failed = _judge(base, _head(embedder={"ascendWeight": 80}))
+    assert set(failed) == {"no-unsafe-weight-jump"}
+    assert failed["no-unsafe-weight-jump"].startswith(
+        "service embedder: VirtualService inference-fleet/embedder-vs raises the Ascend weight "
+        "from 20% to 80%"
+    )
+
+
+def test_an_unverified_image_of_one_service_is_refused_for_that_service(base) -> None:
+    failed = _judge(base, _head(reranker={"ascendWeight": 5}))
+    assert set(failed) == {"precision-verified-before-promotion"}
+    assert failed["precision-verified-before-promotion"].startswith(
+        "service reranker: raising the Ascend weight from 0% to 5%"
+    )
+
+
+def test_an_ascend_pool_overfull_across_two_services_is_refused(base) -> None:
+    # Chat's and embedder's Ascend pods take 6 NPUs each (a new pod template: +1 surge pod
+    # each): chat 3 + 1 and embedder 2 + 1 pods x 6 (embedder serves 20%: two pods at least),
+    # with reranker's 1 x 1: 43 > 2 x 8.
+    six = {"ascend": {"acceleratorsPerPod": 6}}
+    failed = _judge(base, _head(chat=six, embedder=six))
+    assert set(failed) == {"pool-capacity"}
+    assert failed["pool-capacity"].startswith(
+        "pool 'ascend' is too small: a rollout takes up to 43 huawei.com/Ascend910"
+    )
+
+
+def test_pods_that_fit_the_pool_total_but_no_node_are_refused() -> None:
+    # The base's Ascend nodes hold 11 NPUs each (22 in all); chat's pods take 6 and it steps
+    # 20% -> 50%: 3 pods of 6 (the template stays: no surge) + embedder's 2 pods and
+    # reranker's 1 of 1 = 21 <= 22 in total, but a node of 11 holds one pod of 6: two, not three.
+    six = {"ascend": {"acceleratorsPerPod": 6}}
+    wide = {"stack": {"ascend": {"pool": {"acceleratorsPerNode": 11}}}}
+    base = _base(_head(chat={"ascendWeight": 20, **six}, **wide))
+    failed = _judge(base, _head(chat={"ascendWeight": 50, **six}, **wide))
+    assert set(failed) == {"pool-capacity"}
+    assert failed["pool-capacity"].startswith(
+        "pool 'ascend' cannot place its pods node by node: a rollout takes up to 21 "
+        "huawei.com/Ascend910"
+    )
+
+
+def test_a_fleet_whose_nvidia_pool_cannot_take_every_service_back_is_refused() -> None:
+    # One NVIDIA node of 8 GPUs. Chat is at 100%: NVIDIA keeps 1 pod of its 4. Reranker grows
+    # to 5 NVIDIA pods: 1 + 2 + 5 = 8 fit today, but a fleet-wide rollback puts chat's 4 back:
+    # 4 + 2 + 5 = 11 > 8.
+    one_node = {"stack": {"nvidia": {"pool": {"nodes": ["nvidia-01"]}}}}
+    base = _base(_head(chat={"ascendWeight": 100}, **one_node))
+    head = _head(
+        chat={"ascendWeight": 100}, reranker={"capacity": {"totalReplicas": 5}}, **one_node
+    )
+    failed = _judge(base, head)
+    assert set(failed) == {"fleet-rollback-capacity"}
+    assert failed["fleet-rollback-capacity"].startswith(
+        "pool 'nvidia' cannot hold every service at 0% at once: 11 accelerators in pods of "
+    )
+    assert (
+        "Deployment inference-fleet/chat-blue: 4 x 1 (chat at 0%)"
+        in (failed["fleet-rollback-capacity"])
+    )
+
+
+def test_the_same_fleet_with_room_to_go_back_passes() -> None:
+    one_node = {"stack": {"nvidia": {"pool": {"nodes": ["nvidia-01"]}}}}
+    base = _base(_head(chat={"ascendWeight": 100}, **one_node))
+    assert _judge(base, _head(chat={"ascendWeight": 100}, **one_node)) == {}
+
+
+@pytest.mark.parametrize(
+    ("pods", "nodes", "per_node", "fits"),
+    [
+        ([6, 6], 2, 8, True),
+        ([6, 6, 6], 2, 8, False),  # 18 > 16, and no node holds two
+        ([5, 5, 5], 2, 8, False),  # 15 <= 16 in total, but one pod of 5 per node
+        ([4, 4, 4, 4], 2, 8, True),
+        ([3] * 8, 3, 8, False),  # 24 = 24 in total, two pods of 3 per node: 6
+        ([1] * 24, 3, 8, True),
+        ([], 0, 8, True),
+    ],
+)
+def test_pack_places_each_pods_accelerators_on_one_node(pods, nodes, per_node, fits) -> None:
+    assert (pack(pods, nodes, per_node) is not None) is fits
