@@ -265,9 +265,19 @@ class StackView:
         name under another host is another subset)."""
         return [
             labels
-            for rule in self.destination_rules
-            if rule_host(rule) == host and (labels := rule_subsets(rule).get(subset)) is not None
+            for subsets in self._rules_by_host().get(host, ())
+            if (labels := subsets.get(subset)) is not None
         ]
+
+    def _rules_by_host(self) -> dict[str, list[dict[str, Mapping[str, Any]]]]:
+        """{host (FQDN): each DestinationRule of that host's subsets}, in rule order: read once
+        per view (a fleet's routes ask it once per destination)."""
+        if ("rules", "") not in self._memo:
+            index: dict[str, list[dict[str, Mapping[str, Any]]]] = {}
+            for rule in self.destination_rules:
+                index.setdefault(rule_host(rule), []).append(rule_subsets(rule))
+            self._memo[("rules", "")] = index
+        return self._memo[("rules", "")]
 
     def service(self, host: str) -> Item | None:
         """The stack's Service whose cluster-local name is `host` (FQDN), or None."""
