@@ -1,7 +1,8 @@
 """The Grafana dashboard comparing NVIDIA and Ascend side by side (pure: settings -> JSON dict).
 
 Every query reads a series the recording rules produce (`components.monitoring.metric_names`)
-for the stack's namespace, or, for chip health, the npu-exporter series itself; nothing else.
+for the stack's namespace, or, for chip health, the npu-exporter series itself (a fleet
+member's: those of its own Ascend pods); nothing else.
 Panels: migration progress against the configured weight, error ratio / latency / request rate per
 hardware, accelerator utilisation / memory / temperature / power, accelerator-hours and cost.
 A fleet stack has one dashboard (`fleet_dashboard`) with a `service` variable: the panels above
@@ -17,10 +18,11 @@ import hashlib
 from typing import Any
 
 from components.monitoring import metric_names as m
-from components.monitoring.accelerators import prices
-from components.monitoring.promql import selector
+from components.monitoring.accelerators import POD_SUFFIX, prices
+from components.monitoring.promql import Matcher, selector
 from components.monitoring.rules import SERVICE_LABEL
 from components.settings import HARDWARE, Settings
+from components.settings.fleet import member_names
 
 SCHEMA_VERSION = 39
 PANEL_WIDTH, PANEL_HEIGHT = 8, 8
@@ -78,10 +80,21 @@ def _row(title: str) -> dict[str, Any]:
     return {"type": "row", "title": title, "collapsed": False, "panels": []}
 
 
+def _chips(settings: Settings, fleet: bool) -> list[Matcher]:
+    """The npu-exporter series of the namespace's chips; with `fleet`, of the chips assigned
+    to the Ascend pods of the service the `service` variable names (its Deployment is named
+    after it, `components.settings.fleet.member_names`)."""
+    npu = settings.monitoring.npu
+    chips: list[Matcher] = [(npu.namespace_label, "=", settings.namespace)]
+    if fleet:
+        deployment = member_names(SERVICE_VARIABLE)["ascend"]["deploymentName"]
+        chips.append((npu.pod_label, "=~", f"{deployment}{POD_SUFFIX}"))
+    return chips
+
+
 def panels(settings: Settings, fleet: bool = False) -> list[dict[str, Any]]:
     """The dashboard's rows and panels in reading order, without ids or positions; with
-    `fleet`, of the service the `service` variable names (chip health: every chip of the
-    namespace)."""
+    `fleet`, of the service the `service` variable names."""
     ns = {"namespace": settings.namespace}
     if fleet:
         ns[SERVICE_LABEL] = SERVICE_VARIABLE
@@ -146,15 +159,11 @@ def panels(settings: Settings, fleet: bool = False) -> list[dict[str, Any]]:
         ),
         _panel("Power", [per_hw(m.ACCELERATOR_POWER)], "watt", "Total power draw, W."),
         _panel(
-            "NPU chip health" + (" (every service)" if fleet else ""),
-            [
-                (
-                    selector(npu.health, {npu.namespace_label: settings.namespace}),
-                    "chip {{" + npu.chip_label + "}}",
-                )
-            ],
+            "NPU chip health",
+            [(selector(npu.health, _chips(settings, fleet)), "chip {{" + npu.chip_label + "}}")],
             "none",
-            "npu-exporter health status per chip: 1 healthy, 0 unhealthy.",
+            "npu-exporter health status per chip: 1 healthy, 0 unhealthy"
+            + (" (the chips of the chosen service's Ascend pods)." if fleet else "."),
             kind="stat",
         ),
         _row("Usage and cost"),

@@ -186,3 +186,13 @@ def test_every_fleet_query_reads_recorded_series_of_the_namespace(tmp_path: Path
     (tmp_path / "queries.yaml").write_text(rule_file({"groups": [{"name": "q", "rules": rules}]}))
     done = run_promtool("check", "rules", "queries.yaml", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_fleet_dashboard_shows_the_chosen_services_chips_only() -> None:
+    """npu-exporter labels each chip with the pod it is assigned to: the chosen service's
+    Ascend pods are those of its Deployment `<service>-green`."""
+    by_title = {p["title"]: [t["expr"] for t in p["targets"]] for p in panels(fleet_board())}
+    assert by_title["NPU chip health"] == [
+        'npu_chip_info_health_status{namespace="inference-fleet", '
+        'pod_name=~"$service-green-[a-z0-9]+-[a-z0-9]+"}'
+    ]
