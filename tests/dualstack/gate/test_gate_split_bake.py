@@ -9,6 +9,7 @@ data; the default bakeTime is 24h and the gate's window 30m.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -152,14 +153,16 @@ def prometheus(tmp_path_factory) -> str:
 
 
 def write_stack(root: Path, namespace: str, **extra) -> None:
+    """The stack file of a scenario: its weight, 10% mirrored at the shadow rung; `extra`
+    config keys win (`mirrorPercent="20"`)."""
     config = {
         f"{PROJECT}:ascendWeight": str(WEIGHTS[namespace]),
         f"{PROJECT}:namespace": namespace,
         f"{PROJECT}:verifiedAscendImage": IMAGE,
-        **{f"{PROJECT}:{key}": value for key, value in extra.items()},
     }
     if namespace.startswith("mirror"):
         config[f"{PROJECT}:mirrorPercent"] = "10"
+    config.update({f"{PROJECT}:{key}": value for key, value in extra.items()})
     (root / f"Pulumi.{namespace}.yaml").write_text(yaml.safe_dump({"config": config}))
 
 
@@ -312,6 +315,58 @@ def test_a_mirror_switched_on_recently_has_not_baked(project, prometheus, capsys
     )
 
 
+def test_the_gate_bakes_the_recorded_mirror_when_the_stack_file_drops_it(
+    project, prometheus, capsys
+):
+    """The rules record 0% with 10% mirrored for a day; the stack file (the change under
+    review) mirrors nothing: the gate judges the deployed rung, which baked."""
+    write_stack(project, "mirror", mirrorPercent="0")
+    assert gate(project, prometheus, "mirror") == 0
+    out = capsys.readouterr().out
+    assert lines(out)["Bake time"] == "PASS: held for the whole 24h with 864,000 requests"
+    assert " ".join(rows(out)["Bake time"]) == "PASS held >= 24h - >= 24h at 0% with 10% mirrored"
+
+
+def test_gate_progress_counts_every_query_on_stderr(project, prometheus, capsys):
+    assert gate(project, prometheus, "landed", "--progress") == 0
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert re.fullmatch(r"gate landed: (\d+)/\1 queries, \d+\.\d s", last), last
+
+
+def test_a_mirror_in_the_stack_file_requires_the_traffic_criteria_before_any_is_recorded(
+    project, prometheus, capsys
+):
+    """Rules that record no weight yet: the stack file's 10% mirror is the rung, so the
+    traffic criteria are required and the report says what mirrored evidence shows."""
+    write_stack(project, "no-data", ascendWeight="0", mirrorPercent="10")
+    assert gate(project, prometheus, "no-data", "-o", "json") == 1
+    (stack,) = json.loads(capsys.readouterr().out)["stacks"]
+    required = {c["key"]: c["required"] for c in stack["criteria"]}
+    assert required == {
+        "requests": True,
+        "error-ratio": True,
+        "p99-latency": True,
+        "split": True,
+        "bake": True,
+        "precision": True,
+    }
+    assert stack["notes"][0] == "Judged step: 0% -> 5%."
+    assert stack["notes"][1].startswith(
+        "Ascend's numbers come from mirrored copies of 10% of the requests"
+    )
+
+
+def test_a_stack_file_mirror_over_a_recorded_rung_without_one_adds_no_mirror_note(
+    project, prometheus, capsys
+):
+    """The rules record 20% and no mirror; the stack file goes back to the shadow rung: the
+    data was taken at 20%, not on mirrored copies."""
+    write_stack(project, "landed", ascendWeight="0", mirrorPercent="10")
+    gate(project, prometheus, "landed", "-o", "json")
+    (stack,) = json.loads(capsys.readouterr().out)["stacks"]
+    assert stack["notes"] == ["Judged step: 20% -> 0%."]
+
+
 @pytest.fixture
 def repo(project: Path) -> Path:
     git(project, "init", "-q", "-b", "main")
@@ -338,6 +393,20 @@ def test_promote_from_a_rung_that_was_never_deployed_fails_the_bake(repo, promet
         "FAIL: the deployed rules record 50%, not the 20% this step starts from: deploy that "
         "rung and let it bake"
     )
+
+
+def test_promote_from_a_mirror_that_was_never_deployed_fails_the_bake(repo, prometheus, capsys):
+    """The stack file mirrors 20% but the rules record 10%: promote judges 0% -> 5% from the
+    0% with 20% mirrored, which was never deployed."""
+    write_stack(repo, "mirror", mirrorPercent="20")
+    git(repo, "commit", "-q", "-am", "mirror 20%")
+    argv = ["-C", str(repo), "promote", "--stack", "mirror", "--prometheus", prometheus]
+    assert main([*argv, "--at", str(END)]) == 1
+    assert lines(capsys.readouterr().out)["Bake time"] == (
+        "FAIL: the deployed rules record 0% with 10% mirrored, not the 0% with 20% mirrored "
+        "this step starts from: deploy that rung and let it bake"
+    )
+    assert git(repo, "status", "--porcelain") == ""
 
 
 def test_status_shows_whether_the_split_landed_and_how_long_the_rung_held(
