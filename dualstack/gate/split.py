@@ -88,7 +88,7 @@ def split_criterion(settings: Settings, rung: Rung, counts: dict[str, Reading]) 
     expected = expected_share(rung.weight, rung.mirror)
     allowed = tolerance(expected, slo.split_tolerance_points, slo.split_tolerance_relative)
     threshold = f"{percent(expected)} +/- {allowed * 100:.2f} pp"
-    source = "recorded" if rung.recorded else "per the stack file"
+    where = f"the recorded rung {rung.text}" if rung.recorded else f"{rung.text} per the stack file"
     ascend, nvidia = counts["ascend"], counts["nvidia"]
     if ascend.value is None and ascend.problem == "no series" and nvidia.value is not None:
         ascend = Reading(0.0)  # the rule records nothing for a backend no request reached
@@ -119,10 +119,10 @@ def split_criterion(settings: Settings, rung: Rung, counts: dict[str, Reading]) 
         status = "PASS" if ok else "FAIL"
         seen = f"observed {percent(observed)} of requests on Ascend, expected {percent(expected)}"
         if ok:
-            detail = f"{seen} at the {source} rung {rung.text}"
+            detail = f"{seen} at {where}"
         else:
             detail = (
-                f"{seen} at the {source} rung {rung.text} (+/- {allowed * 100:.2f} pp): the "
+                f"{seen} at {where} (+/- {allowed * 100:.2f} pp): the "
                 "configured split did not land; check that the route object was applied and "
                 "accepted (its status), and for clients bypassing the mesh"
             )

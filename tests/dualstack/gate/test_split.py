@@ -82,7 +82,7 @@ def test_a_failed_split_names_observed_expected_and_the_tolerance():
 
 def test_a_rung_nothing_recorded_is_the_stack_files():
     assert judged(200, 800, Rung(20, 0, recorded=False))[4] == (
-        "observed 20.00% of requests on Ascend, expected 20.00% at the per the stack file rung 20%"
+        "observed 20.00% of requests on Ascend, expected 20.00% at 20% per the stack file"
     )
 
 
