@@ -7,6 +7,7 @@ over hand-built stacks that break one part of the guarantee at a time.
 from __future__ import annotations
 
 import pytest
+from pulumi_policy.policy import _NotApplicableError
 
 from components.capacity import MIN_SERVING_REPLICAS as PROGRAM_MINIMUM
 from dualstack.offline.policy_config import pack_config
@@ -20,10 +21,12 @@ from tests.support.policy_objects import (
     deployment,
     good_stack,
     route_object,
+    stack_args,
     stack_violations,
     with_pins,
     with_route,
 )
+from tests.support.policy_objects import POLICY as POLICIES
 from tests.support.policy_objects import find as find_hand_built
 
 POLICY = "serving-disruption-budget"
@@ -155,6 +158,9 @@ def test_nvidia_at_100_takes_no_traffic_and_may_run_one_pod() -> None:
 
 def test_nothing_routed_is_not_applicable() -> None:
     assert stack_violations(POLICY, [deployment("nvidia", 1, NVIDIA_IMAGE)]) == NOT_APPLICABLE
+    with pytest.raises(_NotApplicableError) as raised:  # the reason the policy report shows
+        POLICIES[POLICY].validate(stack_args([deployment("nvidia", 1, NVIDIA_IMAGE)]), print)
+    assert raised.value.reason == "no Deployment takes traffic"
 
 
 @pytest.mark.parametrize(
@@ -215,3 +221,59 @@ def test_the_example_fleet_under_gateway_api_keeps_a_ready_pod_and_names_each_ro
     assert (results[POLICY].outcome, results[POLICY].message) == ("pass", "")
     failed = sorted(p for p, r in results.items() if r.outcome == "fail")
     assert failed == []
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"maxUnavailable": "one"},
+        {"maxUnavailable": "%"},
+        {"maxUnavailable": "1.5%"},
+        {"minAvailable": "\uff15\uff10%"},  # fullwidth "50": no integer Kubernetes reads
+        {"minAvailable": -1},
+        {"maxUnavailable": True},
+    ],
+)
+def test_a_budget_limit_that_is_no_number_keeps_an_unreadable_number(spec: dict) -> None:
+    """A limit the disruption controller could not read is no guarantee (fail closed)."""
+    (message,) = stack_violations(POLICY, with_ascend_budget(**spec))
+    assert (
+        "PodDisruptionBudget inference/inference-green-pdb keeps an unreadable number of its 2 "
+        "pods available: a node drain may evict every pod at once"
+    ) in message
+
+
+def test_a_budget_selecting_by_expressions_is_not_read() -> None:
+    stack = with_ascend_budget(maxUnavailable=1)
+    selector = stack[-1]["spec"]["selector"]
+    selector["matchExpressions"] = [{"key": "version", "operator": "In", "values": ["green"]}]
+    (message,) = stack_violations(POLICY, stack)
+    assert "but no PodDisruptionBudget (with matchLabels) selects its pods" in message
+
+
+def test_one_budget_keeping_a_pod_is_enough_and_every_one_is_named_otherwise() -> None:
+    other = {"name": "b", "namespace": "inference"}
+    kept_one = [
+        *with_ascend_budget(maxUnavailable=2),
+        {**budget("ascend", minAvailable=1), "metadata": other},
+    ]
+    assert stack_violations(POLICY, kept_one) == []
+    none_kept = [
+        *with_ascend_budget(maxUnavailable=2),
+        {**budget("ascend", minAvailable="0%"), "metadata": other},
+    ]
+    (message,) = stack_violations(POLICY, none_kept)
+    assert (
+        "but PodDisruptionBudget inference/inference-green-pdb keeps 0 of its 2 pods available; "
+        "PodDisruptionBudget inference/b keeps 0 of its 2 pods available: a node drain"
+    ) in message
+
+
+def test_a_route_with_unreadable_weights_serves_an_unknown_share() -> None:
+    """Weights that are no numbers may send the pod anything: it serves (fail closed)."""
+    stack = with_route(guarded(5, 1), route_object("istio", "five", "ninety-five"))
+    (message,) = stack_violations(POLICY, stack)
+    assert message.startswith(
+        "Deployment inference/inference-green takes traffic (VirtualService "
+        "inference/inference-vs route 'split' sends it an unknown share) with 1 replica"
+    )
