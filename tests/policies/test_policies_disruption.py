@@ -171,6 +171,8 @@ def test_nothing_routed_is_not_applicable() -> None:
         ("50%", None, 3, 2),
         (1, None, 4, 1),
         (None, None, 2, 0),
+        ("1%", None, 101, 2),  # 1.01 pods, rounded up
+        (None, "1%", 101, 99),  # 2 may go
     ],
 )
 def test_what_a_budget_keeps(min_available, max_unavailable, pods, kept) -> None:
@@ -277,3 +279,50 @@ def test_a_route_with_unreadable_weights_serves_an_unknown_share() -> None:
         "Deployment inference/inference-green takes traffic (VirtualService "
         "inference/inference-vs route 'split' sends it an unknown share) with 1 replica"
     )
+
+
+def _in_default_namespace(value):
+    """A hand-built object with no `metadata.namespace` anywhere: Kubernetes puts it in
+    `default` (and its hosts name `default`)."""
+    if isinstance(value, dict):
+        return {
+            key: _in_default_namespace(inner)
+            for key, inner in value.items()
+            if not (key == "namespace" and inner == "inference")
+        }
+    if isinstance(value, list):
+        return [_in_default_namespace(inner) for inner in value]
+    if isinstance(value, str):
+        return value.replace(".inference.svc", ".default.svc")
+    return value
+
+
+def test_a_budget_without_a_namespace_guards_workloads_without_one() -> None:
+    """Both sit in `default`: the budget counts (and without it, the drain is refused)."""
+    stack = [_in_default_namespace(obj) for obj in good_stack(20, 2)]
+    assert all("namespace" not in obj["metadata"] for obj in stack)
+    assert stack_violations(POLICY, stack) == []
+    unguarded = [obj for obj in stack if obj["metadata"]["name"] != "inference-green-pdb"]
+    (message,) = stack_violations(POLICY, unguarded)
+    assert message.startswith(
+        "Deployment inference-green takes traffic (VirtualService inference-vs route 'split' "
+        "sends it 20%) but no PodDisruptionBudget (with matchLabels) selects its pods"
+    )
+
+
+def test_one_pod_serving_the_smallest_share_is_refused() -> None:
+    """1% is traffic: a drain of its one pod fails 1% of the requests."""
+    (message,) = stack_violations(POLICY, guarded(1, 1))
+    assert message.startswith(
+        "Deployment inference/inference-green takes traffic (VirtualService "
+        "inference/inference-vs route 'split' sends it 1%) with 1 replica"
+    )
+
+
+def test_unreadable_replicas_of_one_backend_hide_nothing_of_the_other() -> None:
+    """NVIDIA's replicas are no number (rollback-capacity reports that); Ascend's one serving
+    pod is still refused."""
+    stack = guarded(20, 1)
+    find_hand_built(stack, "Deployment", "nvidia")["spec"]["replicas"] = "many"
+    (message,) = stack_violations(POLICY, stack)
+    assert message.startswith("Deployment inference/inference-green takes traffic")

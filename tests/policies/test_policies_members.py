@@ -85,10 +85,11 @@ def test_each_service_gets_its_objects_the_shared_ones_and_its_facts_over_the_st
     }
     objects = resources_of(CHAT, POOL, labelled("reranker-blue", app="reranker"), EMBEDDER)
     found = [(m.name, names(m.resources), m.config) for m in members(objects, config)]
+    ladder = [0, 5, 100]
     assert found == [
-        ("embedder", ["pool-patch", "embedder-blue"], {"previousWeight": 20, "ladder": [0, 5, 100]}),
-        ("chat", ["pool-patch", "chat-blue"], {"previousWeight": 5, "ladder": [0, 5, 100]}),
-        ("reranker", ["pool-patch", "reranker-blue"], {"previousWeight": 5, "ladder": [0, 5, 100]}),
+        ("embedder", ["pool-patch", "embedder-blue"], {"previousWeight": 20, "ladder": ladder}),
+        ("chat", ["pool-patch", "chat-blue"], {"previousWeight": 5, "ladder": ladder}),
+        ("reranker", ["pool-patch", "reranker-blue"], {"previousWeight": 5, "ladder": ladder}),
     ]  # "gone" has facts but no objects: no member
 
 
@@ -98,7 +99,10 @@ def test_the_precision_check_s_objects_belong_to_their_service() -> None:
     assert names(member.resources) == ["chat-blue", "chat-precision"]
 
 
-def recording(reports: dict[str | None, list[tuple[str, str | None]]], skip: set[str] = frozenset()):
+Reports = dict[str | None, list[tuple[str, str | None]]]
+
+
+def recording(reports: Reports, skip: set[str] = frozenset()):
     """A validator that reports, for each service, the messages `reports` lists under its
     `app` label (None: an object without one), and is not applicable for services in `skip`."""
 
