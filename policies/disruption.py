@@ -150,8 +150,7 @@ def _selecting(workload: Item, all_budgets: list[Budget]) -> list[Budget]:
     ]
 
 
-@config_errors_are_violations
-def serving_disruption_budget_validator(
+def _serving_disruption_budget(
     args: StackValidationArgs, report_violation: ReportViolation
 ) -> None:
     """Every workload that takes traffic runs at least `MIN_SERVING_REPLICAS` pods and is
@@ -193,6 +192,11 @@ def serving_disruption_budget_validator(
             "PodDisruptionBudget selecting its pods with maxUnavailable: 1 (or minAvailable: 1)",
             workload.urn,
         )
+
+
+serving_disruption_budget_validator = config_errors_are_violations(_serving_disruption_budget)
+"""`_serving_disruption_budget` with a bad policy config reported as a violation
+(applied by call, not with `@`: mutmut mutates no decorated function)."""
 
 
 POLICIES = [

@@ -40,10 +40,7 @@ from policies.traffic_share import ascend_shares, nvidia_backend, percent
 # --- fleet-rollback-capacity --------------------------------------------------------------
 
 
-@config_errors_are_violations
-def fleet_rollback_capacity_validator(
-    args: StackValidationArgs, report_violation: ReportViolation
-) -> None:
+def _fleet_rollback_capacity(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     """Every service at 0% at once (a fleet-wide emergency rollback) lands on enough GPUs:
     each service's NVIDIA backend (the workload its routes send non-Ascend traffic to) at its
     own `totalReplicas` pods (at least `MIN_SERVING_REPLICAS`, as the program runs a serving
@@ -98,13 +95,15 @@ def fleet_rollback_capacity_validator(
             )
 
 
+fleet_rollback_capacity_validator = config_errors_are_violations(_fleet_rollback_capacity)
+"""`_fleet_rollback_capacity` with a bad policy config reported as a violation
+(applied by call, not with `@`: mutmut mutates no decorated function)."""
+
+
 # --- one-service-raised --------------------------------------------------------------------
 
 
-@config_errors_are_violations
-def one_service_raised_validator(
-    args: StackValidationArgs, report_violation: ReportViolation
-) -> None:
+def _one_service_raised(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     """At most one service's Ascend share (the largest any of its routes sends to Ascend pods)
     rises above its `previousWeight` (absent: 0, a new service) in one change; any number may
     go down or stay."""
@@ -124,6 +123,11 @@ def one_service_raised_validator(
             "own (lowering any number at once is fine)",
             None,
         )
+
+
+one_service_raised_validator = config_errors_are_violations(_one_service_raised)
+"""`_one_service_raised` with a bad policy config reported as a violation
+(applied by call, not with `@`: mutmut mutates no decorated function)."""
 
 
 POLICIES = [

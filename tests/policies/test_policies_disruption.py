@@ -7,6 +7,7 @@ over hand-built stacks that break one part of the guarantee at a time.
 from __future__ import annotations
 
 import pytest
+from pulumi_policy.policy import _NotApplicableError
 
 from components.capacity import MIN_SERVING_REPLICAS as PROGRAM_MINIMUM
 from dualstack.offline.policy_config import pack_config
@@ -20,10 +21,12 @@ from tests.support.policy_objects import (
     deployment,
     good_stack,
     route_object,
+    stack_args,
     stack_violations,
     with_pins,
     with_route,
 )
+from tests.support.policy_objects import POLICY as POLICIES
 from tests.support.policy_objects import find as find_hand_built
 
 POLICY = "serving-disruption-budget"
@@ -155,6 +158,9 @@ def test_nvidia_at_100_takes_no_traffic_and_may_run_one_pod() -> None:
 
 def test_nothing_routed_is_not_applicable() -> None:
     assert stack_violations(POLICY, [deployment("nvidia", 1, NVIDIA_IMAGE)]) == NOT_APPLICABLE
+    with pytest.raises(_NotApplicableError) as raised:  # the reason the policy report shows
+        POLICIES[POLICY].validate(stack_args([deployment("nvidia", 1, NVIDIA_IMAGE)]), print)
+    assert raised.value.reason == "no Deployment takes traffic"
 
 
 @pytest.mark.parametrize(
@@ -165,6 +171,8 @@ def test_nothing_routed_is_not_applicable() -> None:
         ("50%", None, 3, 2),
         (1, None, 4, 1),
         (None, None, 2, 0),
+        ("1%", None, 101, 2),  # 1.01 pods, rounded up
+        (None, "1%", 101, 99),  # 2 may go
     ],
 )
 def test_what_a_budget_keeps(min_available, max_unavailable, pods, kept) -> None:
@@ -215,3 +223,106 @@ def test_the_example_fleet_under_gateway_api_keeps_a_ready_pod_and_names_each_ro
     assert (results[POLICY].outcome, results[POLICY].message) == ("pass", "")
     failed = sorted(p for p, r in results.items() if r.outcome == "fail")
     assert failed == []
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"maxUnavailable": "one"},
+        {"maxUnavailable": "%"},
+        {"maxUnavailable": "1.5%"},
+        {"minAvailable": "\uff15\uff10%"},  # fullwidth "50": no integer Kubernetes reads
+        {"minAvailable": -1},
+        {"maxUnavailable": True},
+    ],
+)
+def test_a_budget_limit_that_is_no_number_keeps_an_unreadable_number(spec: dict) -> None:
+    """A limit the disruption controller could not read is no guarantee (fail closed)."""
+    (message,) = stack_violations(POLICY, with_ascend_budget(**spec))
+    assert (
+        "PodDisruptionBudget inference/inference-green-pdb keeps an unreadable number of its 2 "
+        "pods available: a node drain may evict every pod at once"
+    ) in message
+
+
+def test_a_budget_selecting_by_expressions_is_not_read() -> None:
+    stack = with_ascend_budget(maxUnavailable=1)
+    selector = stack[-1]["spec"]["selector"]
+    selector["matchExpressions"] = [{"key": "version", "operator": "In", "values": ["green"]}]
+    (message,) = stack_violations(POLICY, stack)
+    assert "but no PodDisruptionBudget (with matchLabels) selects its pods" in message
+
+
+def test_one_budget_keeping_a_pod_is_enough_and_every_one_is_named_otherwise() -> None:
+    other = {"name": "b", "namespace": "inference"}
+    kept_one = [
+        *with_ascend_budget(maxUnavailable=2),
+        {**budget("ascend", minAvailable=1), "metadata": other},
+    ]
+    assert stack_violations(POLICY, kept_one) == []
+    none_kept = [
+        *with_ascend_budget(maxUnavailable=2),
+        {**budget("ascend", minAvailable="0%"), "metadata": other},
+    ]
+    (message,) = stack_violations(POLICY, none_kept)
+    assert (
+        "but PodDisruptionBudget inference/inference-green-pdb keeps 0 of its 2 pods available; "
+        "PodDisruptionBudget inference/b keeps 0 of its 2 pods available: a node drain"
+    ) in message
+
+
+def test_a_route_with_unreadable_weights_serves_an_unknown_share() -> None:
+    """Weights that are no numbers may send the pod anything: it serves (fail closed)."""
+    stack = with_route(guarded(5, 1), route_object("istio", "five", "ninety-five"))
+    (message,) = stack_violations(POLICY, stack)
+    assert message.startswith(
+        "Deployment inference/inference-green takes traffic (VirtualService "
+        "inference/inference-vs route 'split' sends it an unknown share) with 1 replica"
+    )
+
+
+def _in_default_namespace(value):
+    """A hand-built object with no `metadata.namespace` anywhere: Kubernetes puts it in
+    `default` (and its hosts name `default`)."""
+    if isinstance(value, dict):
+        return {
+            key: _in_default_namespace(inner)
+            for key, inner in value.items()
+            if not (key == "namespace" and inner == "inference")
+        }
+    if isinstance(value, list):
+        return [_in_default_namespace(inner) for inner in value]
+    if isinstance(value, str):
+        return value.replace(".inference.svc", ".default.svc")
+    return value
+
+
+def test_a_budget_without_a_namespace_guards_workloads_without_one() -> None:
+    """Both sit in `default`: the budget counts (and without it, the drain is refused)."""
+    stack = [_in_default_namespace(obj) for obj in good_stack(20, 2)]
+    assert all("namespace" not in obj["metadata"] for obj in stack)
+    assert stack_violations(POLICY, stack) == []
+    unguarded = [obj for obj in stack if obj["metadata"]["name"] != "inference-green-pdb"]
+    (message,) = stack_violations(POLICY, unguarded)
+    assert message.startswith(
+        "Deployment inference-green takes traffic (VirtualService inference-vs route 'split' "
+        "sends it 20%) but no PodDisruptionBudget (with matchLabels) selects its pods"
+    )
+
+
+def test_one_pod_serving_the_smallest_share_is_refused() -> None:
+    """1% is traffic: a drain of its one pod fails 1% of the requests."""
+    (message,) = stack_violations(POLICY, guarded(1, 1))
+    assert message.startswith(
+        "Deployment inference/inference-green takes traffic (VirtualService "
+        "inference/inference-vs route 'split' sends it 1%) with 1 replica"
+    )
+
+
+def test_unreadable_replicas_of_one_backend_hide_nothing_of_the_other() -> None:
+    """NVIDIA's replicas are no number (rollback-capacity reports that); Ascend's one serving
+    pod is still refused."""
+    stack = guarded(20, 1)
+    find_hand_built(stack, "Deployment", "nvidia")["spec"]["replicas"] = "many"
+    (message,) = stack_violations(POLICY, stack)
+    assert message.startswith("Deployment inference/inference-green takes traffic")

@@ -137,6 +137,23 @@ def test_a_stack_without_routes_is_no_rollback(good_stack):
     )
 
 
+def test_an_approved_change_without_routes_is_no_rollback_either(good_stack, router):
+    """Approved, a stack whose route object is gone lowers no weight: the served images are
+    still judged against the base's (under Istio the DestinationRule still names the backends;
+    an HTTPRoute was the only thing naming them)."""
+    stack = [obj for obj in good_stack(20) if obj["kind"] not in ("VirtualService", "HTTPRoute")]
+    before = {"nvidia": "registry/old:v1-cuda", "ascend": "registry/old:v1-npu"}
+    config = {"envelopeChanges": [CHANGE], "ownerApproved": True, "previousImages": before}
+    [message] = envelope(stack, previousWeight=20, **config)
+    served = IMAGES if router == "istio" else {"nvidia": None, "ascend": None}
+    assert message == (
+        "the owners approved envelope changes (capacity.totalReplicas: 4 -> 1), but the same "
+        f"pull request changes the nvidia image registry/old:v1-cuda -> {served['nvidia']} and "
+        f"changes the ascend image registry/old:v1-npu -> {served['ascend']}: land the envelope "
+        "change first, then the step in its own pull request"
+    )
+
+
 def test_an_approved_change_that_drops_a_backend_names_the_missing_image(good_stack):
     """No Ascend Deployment left: the served Ascend image is none, which is not the base's."""
     stack = good_stack(20)

@@ -12,6 +12,7 @@ import copy
 from typing import Any
 
 import pytest
+from pulumi_policy.policy import _NotApplicableError
 
 from components.settings.base import deep_merge
 from dualstack.offline.policy_config import pack_config
@@ -19,6 +20,15 @@ from dualstack.offline.policy_run import blocking, run_policies
 from dualstack.offline.render import render_fleet
 from policies.pod_counts import pack
 from tests.conftest import PROJECT, fleet_config
+from tests.support.policy_objects import (
+    NOT_APPLICABLE,
+    POLICY,
+    find,
+    good_stack,
+    stack_args,
+    stack_violations,
+    urn,
+)
 
 SERVICES = f"{PROJECT}:services"
 
@@ -75,6 +85,18 @@ def test_one_raised_and_others_lowered_passes(base) -> None:
 def test_a_fleet_rollback_to_zero_passes(base) -> None:
     head = _head(**{name: {"ascendWeight": 0} for name in ("chat", "embedder", "reranker")})
     assert _judge(base, head) == {}
+
+
+def test_two_services_raised_from_0_to_the_smallest_share_are_refused(base) -> None:
+    """0% -> 1% is a raise: the smallest step above 0 counts like any other."""
+    head = _head(chat={"ascendWeight": 1}, reranker={"ascendWeight": 1})
+    head[f"{PROJECT}:ladder"] = [0, 1, 5, 20, 50, 80, 100]
+    failed = _judge(base, head, previous={"chat": 0, "embedder": 20, "reranker": 0})
+    assert failed["one-service-raised"] == (
+        "one change raises the Ascend share of 2 services (chat 0% -> 1%; reranker 0% -> 1%): "
+        "raise one service per pull request, so each step is gated and rolled back on its own "
+        "(lowering any number at once is fine)"
+    )
 
 
 def test_a_step_rule_is_each_services_own(base) -> None:
@@ -162,3 +184,162 @@ def test_the_same_fleet_with_room_to_go_back_passes() -> None:
 )
 def test_pack_places_each_pods_accelerators_on_one_node(pods, nodes, per_node, fits) -> None:
     assert (pack(pods, nodes, per_node) is not None) is fits
+
+
+# --- over hand-built stacks: one rule broken at a time ---------------------------------------
+
+ROLLBACK = "fleet-rollback-capacity"
+RAISED = "one-service-raised"
+ONE_GPU_NODE = {"nvidia": {"nodes": 1, "acceleratorsPerNode": 3}, "ascend": {"nodes": 2}}
+
+
+def _at_100(nvidia_replicas: int = 1) -> list[dict[str, Any]]:
+    """The hand-built stack at 100%: NVIDIA keeps `nvidia_replicas` pods of one GPU each."""
+    stack = good_stack(100)
+    find(stack, "Deployment", "nvidia")["spec"]["replicas"] = nvidia_replicas
+    return stack
+
+
+def _rollback_message(pods: int, shown: str, nodes: int, per_node: int) -> str:
+    return (
+        f"pool 'nvidia' cannot hold every service at 0% at once: {pods} accelerators in pods of "
+        f"{shown} do not fit {nodes} nodes x {per_node} acceleratorsPerNode node by node, so a "
+        "fleet-wide rollback would leave pods Pending; add nodes to the pool or lower some "
+        "service's capacity.totalReplicas"
+    )
+
+
+def test_a_service_at_100_needs_room_for_its_total_replicas_back_on_nvidia() -> None:
+    config = {"totalReplicas": 4, "poolSizes": ONE_GPU_NODE}
+    assert stack_violations(ROLLBACK, _at_100(), config) == [
+        _rollback_message(4, "Deployment inference/inference-blue: 4 x 1 (the service at 0%)", 1, 3)
+    ]
+    roomy = {"nvidia": {"nodes": 1, "acceleratorsPerNode": 4}, "ascend": {"nodes": 2}}
+    assert stack_violations(ROLLBACK, _at_100(), {**config, "poolSizes": roomy}) == []
+
+
+def test_a_backend_back_at_0_runs_at_least_the_serving_minimum() -> None:
+    """totalReplicas 1: the program still runs 2 NVIDIA pods while NVIDIA serves."""
+    one = {"nvidia": {"nodes": 1, "acceleratorsPerNode": 1}, "ascend": {"nodes": 2}}
+    assert stack_violations(ROLLBACK, _at_100(), {"totalReplicas": 1, "poolSizes": one}) == [
+        _rollback_message(2, "Deployment inference/inference-blue: 2 x 1 (the service at 0%)", 1, 1)
+    ]
+
+
+def test_more_nvidia_pods_today_than_total_replicas_count_as_they_are() -> None:
+    config = {"totalReplicas": 2, "poolSizes": ONE_GPU_NODE}
+    assert stack_violations(ROLLBACK, _at_100(nvidia_replicas=4), config) == [
+        _rollback_message(4, "Deployment inference/inference-blue: 4 x 1 (the service at 0%)", 1, 3)
+    ]
+
+
+def _member(obj: dict[str, Any], app: str) -> dict[str, Any]:
+    """`obj` named as service `app`'s by its own labels (its pods keep theirs)."""
+    obj = copy.deepcopy(obj)
+    obj["metadata"]["labels"] = {**obj["metadata"].get("labels", {}), "app": app}
+    return obj
+
+
+def test_each_member_with_an_nvidia_backend_is_counted_with_its_own_total_replicas() -> None:
+    """A member no route serves (`aaa`, first) has no backend to bring back and counts at its
+    replicas; chat, after it, comes back at its own totalReplicas, not the stack's."""
+    idle = _member(find(good_stack(100), "Deployment", "nvidia"), "aaa")
+    idle["metadata"]["name"] = "aaa-blue"
+    stack = [idle, *(_member(obj, "chat") for obj in _at_100())]
+    services = {"aaa": {}, "chat": {"totalReplicas": 4}}
+    config = {"totalReplicas": 1, "poolSizes": ONE_GPU_NODE, "services": services}
+    assert stack_violations(ROLLBACK, stack, config) == [
+        _rollback_message(
+            8,
+            "Deployment inference/aaa-blue: 4 x 1; "
+            "Deployment inference/inference-blue: 4 x 1 (chat at 0%)",
+            1,
+            3,
+        )
+    ]
+
+
+def test_without_total_replicas_a_backend_comes_back_at_the_default_4() -> None:
+    assert stack_violations(ROLLBACK, _at_100(), {"poolSizes": ONE_GPU_NODE}) == [
+        _rollback_message(4, "Deployment inference/inference-blue: 4 x 1 (the service at 0%)", 1, 3)
+    ]
+
+
+@pytest.mark.parametrize("raw", [0, -2, "four", 2.5])
+def test_total_replicas_that_is_no_positive_integer_fails_closed(raw) -> None:
+    shown = repr(float(raw) if isinstance(raw, int) else raw)  # the engine sends numbers as floats
+    assert stack_violations(ROLLBACK, _at_100(), {"totalReplicas": raw}) == [
+        f"policy config totalReplicas = {shown} is not a positive integer; regenerate it with "
+        "`dualstack policy-config`"
+    ]
+
+
+def not_applicable_reason(policy: str, objects: list[dict[str, Any]], config=None) -> str:
+    """The reason a policy gives for not applying (the policy report shows it)."""
+    with pytest.raises(_NotApplicableError) as raised:
+        POLICY[policy].validate(stack_args(objects, config), lambda *_args: None)
+    return raised.value.reason
+
+
+def test_no_route_to_an_nvidia_backend_is_not_applicable_for_the_rollback() -> None:
+    stack = [obj for obj in _at_100() if obj["kind"] != "VirtualService"]
+    assert stack_violations(ROLLBACK, stack, {}) == NOT_APPLICABLE
+    assert not_applicable_reason(ROLLBACK, stack, {}) == (
+        "no route sends traffic to an NVIDIA backend"
+    )
+
+
+def test_a_workload_whose_pods_cannot_be_counted_is_named() -> None:
+    """The violation names the workload and is attached to it (its URN)."""
+    stack = _at_100(nvidia_replicas="many")
+    found: list[tuple[str, str | None]] = []
+    POLICY[ROLLBACK].validate(stack_args(stack, {}), lambda *report: found.append(report))
+    assert found == [
+        (
+            "cannot count Deployment inference/inference-blue: spec.replicas is 'many', not a "
+            "whole number",
+            urn(find(stack, "Deployment", "nvidia")),
+        )
+    ]
+
+
+def test_one_service_is_not_judged_for_raises_across_services() -> None:
+    assert not_applicable_reason(RAISED, good_stack(100), {}) == "one service"
+
+
+def _two_services() -> list[dict[str, Any]]:
+    """aaa: one NVIDIA Deployment no route serves; chat: the hand-built stack at 100%."""
+    idle = _member(find(good_stack(100), "Deployment", "nvidia"), "aaa")
+    idle["metadata"]["name"] = "aaa-blue"
+    return [idle, *(_member(obj, "chat") for obj in _at_100())]
+
+
+def test_a_previous_weight_beyond_100_fails_closed() -> None:
+    services = {"aaa": {}, "chat": {"previousWeight": 101}}
+    assert stack_violations(RAISED, _two_services(), {"services": services}) == [
+        "policy config previousWeight = 101.0 is not an integer 0..100; regenerate it with "
+        "`dualstack policy-config`"
+    ]
+    services["chat"]["previousWeight"] = 100
+    assert stack_violations(RAISED, _two_services(), {"services": services}) == []
+
+
+def test_a_daemonset_on_the_nvidia_pool_takes_a_pod_on_every_node() -> None:
+    """A DaemonSet runs one pod per node of its pool: 2 nodes, 2 of its pods beside the
+    backend's 4 at 0%."""
+    agent = copy.deepcopy(find(good_stack(100), "Deployment", "nvidia"))
+    agent["kind"], agent["metadata"]["name"] = "DaemonSet", "gpu-agent"
+    del agent["spec"]["replicas"]
+    agent["metadata"]["labels"] = agent["spec"]["template"]["metadata"]["labels"] = {"app": "agent"}
+    agent["spec"]["selector"] = {"matchLabels": {"app": "agent"}}
+    two_nodes = {"nvidia": {"nodes": 2, "acceleratorsPerNode": 2}, "ascend": {"nodes": 2}}
+    config = {"totalReplicas": 4, "poolSizes": two_nodes}
+    assert stack_violations(ROLLBACK, [*_at_100(), agent], config) == [
+        _rollback_message(
+            6,
+            "Deployment inference/inference-blue: 4 x 1 (the service at 0%); "
+            "DaemonSet inference/gpu-agent: 2 x 1",
+            2,
+            2,
+        )
+    ]

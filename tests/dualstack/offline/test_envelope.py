@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from components.settings import load_settings
 from dualstack.offline.envelope import (
     EnvelopeChange,
@@ -13,7 +15,9 @@ from dualstack.offline.envelope import (
     file_changes,
     flatten,
     other_stack_changes,
+    stack_settings_changes,
 )
+from dualstack.repo.stackfile import StackFileError
 from tests.conftest import cfg, git
 
 
@@ -341,3 +345,221 @@ def test_a_fleet_members_mirror_is_its_own_and_lowering_it_is_a_step():
     shadow = fleet(member(0, 10))
     assert changes(shadow, fleet(member(5, 0))) == []
     assert changes(shadow, fleet(member(0, 20))) == ["services.chat.mirrorPercent: 10 -> 20"]
+
+
+def fleet_changes(base, head):
+    from components.settings import load_fleet
+
+    return describe(config_changes(base, head, load_fleet(base), load_fleet(head)))
+
+
+def test_a_stack_without_services_read_as_a_fleet_keeps_its_keys():
+    """The judge reads every stack as a fleet: one without `services` is its single service,
+    its facts under the stack file's own keys (`capacity.totalReplicas`, not
+    `services.<name>...` nor the settings' field names)."""
+    base = cfg(ascendWeight="5")
+    assert fleet_changes(base, cfg(ascendWeight="20")) == []  # a step
+    assert fleet_changes(base, cfg(ascendWeight="5", capacity={"totalReplicas": 2})) == [
+        "capacity.totalReplicas: 4 -> 2"
+    ]
+
+
+def fleet_of(**stack) -> dict:
+    members = {
+        "chat": {"ascendWeight": 50, "nvidia": {"image": "registry/chat:v1-cuda"}},
+        "embedder": {"ascendWeight": 20},
+    }
+    for name, own in stack.pop("members", {}).items():
+        members[name] = {**members[name], **own}
+    return cfg(services=members, **stack)
+
+
+def test_a_fleet_s_shared_pool_is_one_fact_of_the_stack():
+    """The pools are the stack's: a change of them is listed once, at the stack level."""
+    head = fleet_of(ascend={"pool": {"acceleratorsPerNode": 16}})
+    assert fleet_changes(fleet_of(), head) == ["ascend.pool.acceleratorsPerNode: 8 -> 16"]
+
+
+def test_a_fleet_s_ladder_is_one_fact_of_the_stack():
+    head = fleet_of(ladder=[0, 5, 20, 50, 100])
+    assert fleet_changes(fleet_of(), head) == [
+        "ladder: [0, 5, 20, 50, 80, 100] -> [0, 5, 20, 50, 100]"
+    ]
+
+
+def test_a_fleet_member_s_own_backend_keys_are_its_facts():
+    """A member's backend settings (its resources, not its images: a step) are facts under
+    `services.<name>.<hardware>`; the shared pool does not reappear there."""
+    head = fleet_of(members={"chat": {"nvidia": {"resources": {"cpuLimit": "16"}}}})
+    changed = fleet_changes(fleet_of(), head)
+    assert changed == ["services.chat.nvidia.resources.cpuLimit: 8 -> 16"]
+    step = fleet_of(members={"chat": {"ascendWeight": 80, "nvidia": {"image": "r/chat:v2-cuda"}}})
+    assert fleet_changes(fleet_of(), step) == []
+
+
+STAGING = """config:
+  dualstack-inference:ascendWeight: "20"
+  dualstack-inference:verifiedAscendImage: registry/inference-service:v1.2.3-npu
+"""
+
+
+def two_stacks(tmp_path, staging=STAGING, **more):
+    """A repo whose base holds prod, staging (at 20) and `more` files; judged stack: prod."""
+    files = {"Pulumi.yaml": "name: x\n", "Pulumi.prod.yaml": "config: {}\n"}
+    return repo_with(tmp_path, {**files, "Pulumi.staging.yaml": staging, **more})
+
+
+def test_another_stack_that_only_lowers_its_weight_is_no_change(tmp_path):
+    """`dualstack rollback --all` lowers staging with prod: no envelope change of prod."""
+    repo, base = two_stacks(tmp_path)
+    (repo / "Pulumi.staging.yaml").write_text(STAGING.replace('"20"', '"5"'))
+    assert describe(other_stack_changes(repo, base, "prod")) == []
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        pytest.param(lambda text: text.replace('"20"', '"5"') + "  x:y: z\n", id="another key"),
+        pytest.param(lambda text: "environment: [team/prod]\n" + text, id="outside config"),
+        pytest.param(lambda text: text + "# reviewed\n", id="a comment only"),
+        pytest.param(lambda text: text.replace('"20"', '"50"'), id="raised"),
+    ],
+)
+def test_another_stack_file_changed_otherwise_is_a_change(tmp_path, edit):
+    """Lowered with any other edit (a key, an ESC environment), edited without a lower weight
+    (a comment, a raise): the other stack's file is an envelope fact."""
+    repo, base = two_stacks(tmp_path)
+    (repo / "Pulumi.staging.yaml").write_text(edit(STAGING))
+    assert describe(other_stack_changes(repo, base, "prod")) == [
+        "file Pulumi.staging.yaml: at base -> modified"
+    ]
+
+
+def test_the_judged_stack_s_own_file_and_program_files_are_not_other_stacks(tmp_path):
+    """Its own file is read fact by fact (`config_changes`), program files by `file_changes`;
+    a raised other stack sorted after them is still found."""
+    repo, base = two_stacks(tmp_path, **{"README.md": "docs\n", "dualstack/cli.py": "a = 1\n"})
+    (repo / "Pulumi.prod.yaml").write_text('config:\n  dualstack-inference:ascendWeight: "5"\n')
+    (repo / "README.md").write_text("more docs\n")
+    (repo / "dualstack" / "cli.py").write_text("a = 2\n")
+    assert describe(other_stack_changes(repo, base, "prod")) == []
+    (repo / "Pulumi.staging.yaml").write_text(STAGING.replace('"20"', '"50"'))
+    assert describe(other_stack_changes(repo, base, "prod")) == [
+        "file Pulumi.staging.yaml: at base -> modified"
+    ]
+
+
+def test_a_lowered_stack_hides_no_later_raised_one(tmp_path):
+    """canary lowered (a rollback) sorts before staging raised: staging is still a fact."""
+    repo, base = two_stacks(tmp_path, **{"Pulumi.canary.yaml": STAGING})
+    (repo / "Pulumi.canary.yaml").write_text(STAGING.replace('"20"', '"5"'))
+    (repo / "Pulumi.staging.yaml").write_text(STAGING.replace('"20"', '"50"'))
+    assert describe(other_stack_changes(repo, base, "prod")) == [
+        "file Pulumi.staging.yaml: at base -> modified"
+    ]
+
+
+def test_another_stack_file_turned_into_a_symlink_is_changed(tmp_path):
+    repo, base = two_stacks(tmp_path, **{"elsewhere.yaml": STAGING})
+    (repo / "Pulumi.staging.yaml").unlink()
+    (repo / "Pulumi.staging.yaml").symlink_to("elsewhere.yaml")
+    assert describe(other_stack_changes(repo, base, "prod")) == [
+        "file Pulumi.staging.yaml: at base -> changed"
+    ]
+
+
+def test_an_empty_other_stack_file_given_config_is_a_change(tmp_path):
+    """An empty file reads as no config at all; writing one into it lowers no weight."""
+    repo, base = two_stacks(tmp_path, staging="")
+    (repo / "Pulumi.staging.yaml").write_text("config: {}\n")
+    assert describe(other_stack_changes(repo, base, "prod")) == [
+        "file Pulumi.staging.yaml: at base -> modified"
+    ]
+
+
+def test_a_fleet_stack_lowering_one_member_and_keeping_another_is_no_change(tmp_path):
+    repo, base = two_stacks(tmp_path, staging=FLEET_TEXT)
+    (repo / "Pulumi.staging.yaml").write_text(FLEET_TEXT.replace("50", "0"))  # embedder kept
+    assert describe(other_stack_changes(repo, base, "prod")) == []
+
+
+BOMB = (
+    "config:\n  x:a: &a ["
+    + ", ".join(["1"] * 50)
+    + "]\n"
+    + "".join(
+        f"  x:{name}: &{name} [" + ", ".join([f"*{prev}"] * 50) + "]\n"
+        for prev, name in (("a", "b"), ("b", "c"))
+    )
+)
+"""A small file whose config expands to 50**3 values, beyond the reader's bound."""
+
+
+@pytest.mark.parametrize("side", ["base", "head"])
+@pytest.mark.parametrize(
+    ("unreadable", "problem"),
+    [(BOMB, "expands to more than"), ("environment: [unclosed\n", "not valid YAML")],
+    ids=["config too large", "not YAML"],
+)
+def test_an_unreadable_other_stack_file_is_named_in_the_error(tmp_path, side, unreadable, problem):
+    repo, base = two_stacks(tmp_path, staging=unreadable if side == "base" else STAGING)
+    (repo / "Pulumi.staging.yaml").write_text(STAGING if side == "base" else unreadable)
+    with pytest.raises(StackFileError) as raised:
+        other_stack_changes(repo, base, "prod")
+    assert str(raised.value).startswith(f"Pulumi.staging.yaml: {problem}")
+
+
+def test_the_keys_outside_config_are_stack_facts(tmp_path):
+    """An ESC environment added, the secrets provider changed, the salt removed: each is a
+    fact `Pulumi.prod.yaml <key>` of kind stack; an unchanged key is none."""
+    before = "secretsprovider: passphrase\nencryptionsalt: v1:abc\nencryptedkey: k\nconfig: {}\n"
+    after = "environment:\n  - team/prod\nsecretsprovider: awskms://alias/x\nencryptedkey: k\n"
+    repo, base = repo_with(tmp_path, {"Pulumi.yaml": "name: x\n", "Pulumi.prod.yaml": before})
+    (repo / "Pulumi.prod.yaml").write_text(after + "config: {}\n")
+    changes = stack_settings_changes(repo, base, "prod")
+    assert [(c.fact, c.before, c.after, c.kind) for c in changes] == [
+        ("Pulumi.prod.yaml encryptionsalt", "v1:abc", "(unset)", "stack"),
+        ("Pulumi.prod.yaml environment", "(unset)", '["team/prod"]', "stack"),
+        ("Pulumi.prod.yaml secretsprovider", "passphrase", "awskms://alias/x", "stack"),
+    ]
+    assert describe(changes)[1] == 'Pulumi.prod.yaml environment: (unset) -> ["team/prod"]'
+
+
+def test_keys_outside_config_compare_as_pulumi_stores_them(tmp_path):
+    """An unchanged file, or one whose only edit is 4 written as "4", changes no key."""
+    before = "x-team: 4\nconfig: {}\n"
+    repo, base = repo_with(tmp_path, {"Pulumi.yaml": "name: x\n", "Pulumi.prod.yaml": before})
+    assert stack_settings_changes(repo, base, "prod") == []
+    (repo / "Pulumi.prod.yaml").write_text('x-team: "4"\nconfig: {}\n')
+    assert stack_settings_changes(repo, base, "prod") == []
+
+
+def test_a_stack_file_new_at_the_base_has_no_outside_config_facts(tmp_path):
+    """The whole new file is the change (`envelope_changes`), not its keys one by one."""
+    repo, base = repo_with(tmp_path, {"Pulumi.yaml": "name: x\n"})
+    (repo / "Pulumi.prod.yaml").write_text("environment: [team/prod]\nconfig: {}\n")
+    assert stack_settings_changes(repo, base, "prod") == []
+
+
+def test_the_keys_outside_config_of_a_project_in_a_subfolder(tmp_path):
+    files = {"infra/Pulumi.yaml": "name: x\n", "infra/Pulumi.prod.yaml": "config: {}\n"}
+    repo, base = repo_with(tmp_path, files)
+    (repo / "infra" / "Pulumi.prod.yaml").write_text("secretsprovider: gcpkms://k\nconfig: {}\n")
+    assert describe(stack_settings_changes(repo / "infra", base, "prod")) == [
+        "Pulumi.prod.yaml secretsprovider: (unset) -> gcpkms://k"
+    ]
+
+
+@pytest.mark.parametrize("side", ["base", "head"])
+def test_an_unreadable_stack_file_is_named_with_its_side(tmp_path, side):
+    """The base's copy is named by its commit (`<12 hex>:Pulumi.prod.yaml`), the head's by
+    its file name."""
+    broken = "environment: [unclosed\n"
+    good = "config: {}\n"
+    at_base = broken if side == "base" else good
+    repo, base = repo_with(tmp_path, {"Pulumi.yaml": "name: x\n", "Pulumi.prod.yaml": at_base})
+    (repo / "Pulumi.prod.yaml").write_text(good if side == "base" else broken)
+    origin = f"{base[:12]}:Pulumi.prod.yaml" if side == "base" else "Pulumi.prod.yaml"
+    with pytest.raises(StackFileError) as raised:
+        stack_settings_changes(repo, base, "prod")
+    assert str(raised.value).startswith(f"{origin}: not valid YAML")
