@@ -182,6 +182,18 @@ def _check_all_target(fleet: Fleet, to: int) -> None:
         raise UsageError(f"--to {to}: not a ladder step; allowed: {', '.join(map(str, ladder))}")
 
 
+def _branch(root: Path, args: argparse.Namespace, plan: CommitPlan | None, default: str) -> str:
+    """The rollback branch: `--branch`, else `default`; with a commit plan and no `--branch`,
+    the next free name when `default` exists already (an earlier rollback), said so."""
+    branch = args.branch or default
+    if plan is None:
+        return branch
+    chosen = choose_branch(root, branch, free_name=args.branch is None)
+    if chosen != branch:
+        print(f"Branch {branch} already exists (an earlier rollback?); using {chosen}.")
+    return chosen
+
+
 def _rollback(args: argparse.Namespace, root: Path, plan: CommitPlan | None, result: dict) -> int:
     """The rollback, written in `root` (the user's tree, or the default branch's worktree).
     Fills `result` with the fields of `dualstack/rollback/v1` (docs/OUTPUT.md)."""
@@ -210,12 +222,7 @@ def _rollback(args: argparse.Namespace, root: Path, plan: CommitPlan | None, res
         return 0
     path = stack_path(root, args.stack)
     member = f"-{settings.member}" if settings.member is not None else ""
-    branch = args.branch or f"dualstack/{args.stack}{member}-rollback-{target}"
-    if plan is not None:
-        chosen = choose_branch(root, branch, free_name=args.branch is None)
-        if chosen != branch:
-            print(f"Branch {branch} already exists (an earlier rollback?); using {chosen}.")
-        branch = chosen
+    branch = _branch(root, args, plan, f"dualstack/{args.stack}{member}-rollback-{target}")
     base = default_base(root)
     before_side = _render_side(root, args.stack)
     original = path.read_bytes()
@@ -290,12 +297,7 @@ def _rollback_all(
         )
         return 0
     path = stack_path(root, args.stack)
-    branch = args.branch or f"dualstack/{args.stack}-rollback-all-{args.to}"
-    if plan is not None:
-        chosen = choose_branch(root, branch, free_name=args.branch is None)
-        if chosen != branch:
-            print(f"Branch {branch} already exists (an earlier rollback?); using {chosen}.")
-        branch = chosen
+    branch = _branch(root, args, plan, f"dualstack/{args.stack}-rollback-all-{args.to}")
     base = default_base(root)
     before_side = _render_side(root, args.stack)
     original = path.read_bytes()

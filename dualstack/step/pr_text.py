@@ -142,14 +142,7 @@ def rollback_body(
         "",
         *summary_table(change),
         "",
-        "### Applying it now",
-        "",
-        "```sh",
-        *(line.removeprefix("  ") if line.startswith("  ") else f"# {line}" for line in how),
-        "```",
-        "",
-        *(envelope_section(envelope) if envelope is not None else []),
-        *_preview_section(preview_text),
+        *_apply_and_review(how, envelope, preview_text),
     ]
     return "\n".join(lines) + "\n"
 
@@ -190,6 +183,20 @@ def fleet_rollback_body(
         "|---|---|---|---|",
         *rows,
         "",
+        *_apply_and_review(how, envelope, preview_text),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def commit_message(title: str, notes: list[str]) -> str:
+    """`title`, a blank line, then `notes` (one per line)."""
+    return title + ("\n\n" + "\n".join(notes) if notes else "") + "\n"
+
+
+def _apply_and_review(how: list[str], envelope: list[str] | None, preview_text: str) -> list[str]:
+    """A rollback body's tail: "Applying it now" (the SOP `how` as a shell block, its prose
+    as comments), then the envelope section (when given) and the offline preview."""
+    return [
         "### Applying it now",
         "",
         "```sh",
@@ -199,9 +206,3 @@ def fleet_rollback_body(
         *(envelope_section(envelope) if envelope is not None else []),
         *_preview_section(preview_text),
     ]
-    return "\n".join(lines) + "\n"
-
-
-def commit_message(title: str, notes: list[str]) -> str:
-    """`title`, a blank line, then `notes` (one per line)."""
-    return title + ("\n\n" + "\n".join(notes) if notes else "") + "\n"
