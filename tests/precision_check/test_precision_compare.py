@@ -75,3 +75,14 @@ def test_every_mode_counts_a_truncated_answer_as_different():
     assert compare(exact, Answer("Paris"), Answer("Lyon")).detail == "texts differ"
     tokens = Options("http://127.0.0.1:1", "http://127.0.0.1:2", mode="logprobs")
     assert compare(tokens, answer("Paris"), answer("Lyon")).detail == "tokens differ"
+
+
+def test_a_top_k_detail_shows_three_leaders_and_marks_more() -> None:
+    """The detail of a swap outside the top-k names the three most likely tokens of the
+    position, with `…` only when the backend returned more than three."""
+    from precision_check.compare import _leaders
+
+    three = (("a", -0.1), ("b", -1.0), ("c", -2.0))
+    assert _leaders(three) == "'a' -0.1, 'b' -1, 'c' -2"
+    assert _leaders((*three, ("d", -3.0))) == "'a' -0.1, 'b' -1, 'c' -2…"
+    assert _leaders((*three, ("d", -3.0), ("e", -4.0))) == "'a' -0.1, 'b' -1, 'c' -2…"
