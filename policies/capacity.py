@@ -113,11 +113,7 @@ def _replicas_or_report(workload: Item, report_violation: ReportViolation) -> in
     return count
 
 
-@per_service
-@config_errors_are_violations
-def rollback_capacity_validator(
-    args: StackValidationArgs, report_violation: ReportViolation
-) -> None:
+def _rollback_capacity(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     """While some route may send traffic elsewhere than Ascend (the share it surely sends to
     Ascend pods is below 100), the NVIDIA backend has `totalReplicas` pods; each Ascend
     workload a route reaches has pods for the largest share any route sends it, at
@@ -159,6 +155,11 @@ def rollback_capacity_validator(
                 f"least {needed}; raise its replicas or lower the weight",
                 ascend.urn,
             )
+
+
+rollback_capacity_validator = per_service(config_errors_are_violations(_rollback_capacity))
+"""`_rollback_capacity` wrapped by `per_service` and `config_errors_are_violations`
+(applied by call, not with `@`: mutmut mutates no decorated function)."""
 
 
 @dataclass(frozen=True)
@@ -241,8 +242,7 @@ def template_changes(workload: Item, previous: Mapping[str, str] | None) -> bool
     return digest is None or digest != template_hash(path(workload.props, "spec", "template"))
 
 
-@config_errors_are_violations
-def pool_capacity_validator(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+def _pool_capacity(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     """For each pool of `acceleratorPools`: the accelerators every workload requesting it takes
     at the peak of a rollout (replicas + maxSurge, x accelerators per pod, summed) fit in
     nodes x acceleratorsPerNode (`poolSizes`). A Deployment whose pod template equals the
@@ -297,6 +297,11 @@ def pool_capacity_validator(args: StackValidationArgs, report_violation: ReportV
             "(<backend>.pool.nodes; <backend>.pool.acceleratorsPerNode if its nodes hold more)",
             users[0][0].urn if len(users) == 1 else None,
         )
+
+
+pool_capacity_validator = config_errors_are_violations(_pool_capacity)
+"""`_pool_capacity` wrapped by `config_errors_are_violations`
+(applied by call, not with `@`: mutmut mutates no decorated function)."""
 
 
 def _fits_node_by_node(users: list[tuple[Item, PodCount, int]], size: PoolSize) -> bool:

@@ -90,9 +90,7 @@ def _served(view: StackView, config: Mapping[str, Any]) -> tuple[Fraction | None
     return weight, images
 
 
-@per_service
-@config_errors_are_violations
-def safety_envelope_unchanged_validator(
+def _safety_envelope_unchanged(
     args: StackValidationArgs, report_violation: ReportViolation
 ) -> None:
     """Fail each envelope change without `ownerApproved` (a decrease too); with it, fail a
@@ -134,6 +132,13 @@ def safety_envelope_unchanged_validator(
             "its own pull request",
             None,
         )
+
+
+safety_envelope_unchanged_validator = per_service(
+    config_errors_are_violations(_safety_envelope_unchanged)
+)
+"""`_safety_envelope_unchanged` wrapped by `per_service` and `config_errors_are_violations`
+(applied by call, not with `@`: mutmut mutates no decorated function)."""
 
 
 IMAGES_SCHEMA = {

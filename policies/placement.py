@@ -93,10 +93,7 @@ def tolerated_pools(spec: Mapping[str, Any], key: str, pools: set[str]) -> set[s
     return {pool for pool in pools if any(tolerates(t, key, pool) for t in tolerations)}
 
 
-@config_errors_are_violations
-def accelerator_placement_validator(
-    args: ResourceValidationArgs, report_violation: ReportViolation
-) -> None:
+def _accelerator_placement(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     """A pod requesting an accelerator selects its pool (nodeSelector) and tolerates its taint;
     no pod requests two accelerator kinds; no pod tolerates a pool it does not select; a pod
     selecting an accelerator pool requests that pool's accelerator (a resource the pool's
@@ -146,6 +143,11 @@ def accelerator_placement_validator(
             f"selects {key}={selected!r}; remove the toleration so it cannot take {other} nodes",
             None,
         )
+
+
+accelerator_placement_validator = config_errors_are_violations(_accelerator_placement)
+"""`_accelerator_placement` wrapped by `config_errors_are_violations`
+(applied by call, not with `@`: mutmut mutates no decorated function)."""
 
 
 POLICIES = [

@@ -105,8 +105,7 @@ def writable_mounts(spec: Mapping[str, Any], volume: str) -> list[str]:
     ]
 
 
-@config_errors_are_violations
-def workload_security_baseline_validator(
+def _workload_security_baseline(
     args: ResourceValidationArgs, report_violation: ReportViolation
 ) -> None:
     """Every container runs as non-root without privilege escalation, with ALL capabilities
@@ -142,8 +141,12 @@ def workload_security_baseline_validator(
             )
 
 
-@config_errors_are_violations
-def accelerator_driver_hostpath_validator(
+workload_security_baseline_validator = config_errors_are_violations(_workload_security_baseline)
+"""`_workload_security_baseline` wrapped by `config_errors_are_violations`
+(applied by call, not with `@`: mutmut mutates no decorated function)."""
+
+
+def _accelerator_driver_hostpath(
     args: ResourceValidationArgs, report_violation: ReportViolation
 ) -> None:
     """Advisory: names each read-only mount of an allowed driver hostPath, with the reason."""
@@ -161,6 +164,11 @@ def accelerator_driver_hostpath_validator(
                 "article's setup); keep it read-only and limited to this path",
                 None,
             )
+
+
+accelerator_driver_hostpath_validator = config_errors_are_violations(_accelerator_driver_hostpath)
+"""`_accelerator_driver_hostpath` wrapped by `config_errors_are_violations`
+(applied by call, not with `@`: mutmut mutates no decorated function)."""
 
 
 POLICIES = [

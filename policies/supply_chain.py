@@ -138,11 +138,7 @@ def _backend_image(view: StackView, config: Any, hardware: str) -> tuple[Item | 
     return workload, images[0][1], ""
 
 
-@per_service
-@config_errors_are_violations
-def image_pair_consistent_validator(
-    args: StackValidationArgs, report_violation: ReportViolation
-) -> None:
+def _image_pair_consistent(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     """Every container image of both backends is pinned (tag or digest, never `latest`), and the
     two model-server images (first container) carry tags of the same release (`tagPattern`)."""
     pattern = _tag_pattern(args)
@@ -179,6 +175,11 @@ def image_pair_consistent_validator(
             f"ascend {as_image} ({as_release}); move both images to the same release",
             None,
         )
+
+
+image_pair_consistent_validator = per_service(config_errors_are_violations(_image_pair_consistent))
+"""`_image_pair_consistent` wrapped by `per_service` and `config_errors_are_violations`
+(applied by call, not with `@`: mutmut mutates no decorated function)."""
 
 
 def _optional_image(config: Any, key: str) -> str | None:
@@ -223,9 +224,7 @@ def _pairs_text(pairs: list[tuple[str | None, str]]) -> str:
     return "; ".join(f"{nvidia or 'any nvidia image'} + {ascend}" for nvidia, ascend in pairs)
 
 
-@per_service
-@config_errors_are_violations
-def precision_verified_before_promotion_validator(
+def _precision_verified_before_promotion(
     args: StackValidationArgs, report_violation: ReportViolation
 ) -> None:
     """While Ascend serves traffic (weight > 0), the served image pair is a precision-verified
@@ -282,6 +281,14 @@ def precision_verified_before_promotion_validator(
         else "the base records no precision-verified image pair (verifiedImages)"
     )
     report_violation(f"{move}: {workload.label} {served}, but {known}; {fix}", workload.urn)
+
+
+precision_verified_before_promotion_validator = per_service(
+    config_errors_are_violations(_precision_verified_before_promotion)
+)
+"""`_precision_verified_before_promotion` wrapped by `per_service` and
+`config_errors_are_violations` (applied by call, not with `@`: mutmut mutates no
+decorated function)."""
 
 
 POLICIES = [

@@ -90,10 +90,7 @@ def steps_text(ladder: tuple[int, ...]) -> str:
     return ", ".join(str(step) for step in ladder)
 
 
-@config_errors_are_violations
-def ascend_weight_on_ladder_validator(
-    args: StackValidationArgs, report_violation: ReportViolation
-) -> None:
+def _ascend_weight_on_ladder(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     """Every route of every VirtualService gives Ascend pods a share (in %) that is one of the
     `ladder` steps."""
     ladder = config_ladder(args.get_config())
@@ -105,6 +102,11 @@ def ascend_weight_on_ladder_validator(
                 "of them",
                 route.virtual_service.urn,
             )
+
+
+ascend_weight_on_ladder_validator = config_errors_are_violations(_ascend_weight_on_ladder)
+"""`_ascend_weight_on_ladder` wrapped by `config_errors_are_violations`
+(applied by call, not with `@`: mutmut mutates no decorated function)."""
 
 
 def allowed_increase(previous: int | None, ladder: tuple[int, ...], max_step: int | None) -> int:
@@ -122,11 +124,7 @@ def allowed_increase(previous: int | None, ladder: tuple[int, ...], max_step: in
     return above[0] if above else 100
 
 
-@per_service
-@config_errors_are_violations
-def no_unsafe_weight_jump_validator(
-    args: StackValidationArgs, report_violation: ReportViolation
-) -> None:
+def _no_unsafe_weight_jump(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     """An increase of the Ascend share goes at most to the next ladder step above the deployed
     weight (`previousWeight`), or at most `maxStep` points when that is configured. Any
     decrease is allowed at once: a rollback is never blocked. Without `previousWeight` (first
@@ -149,6 +147,11 @@ def no_unsafe_weight_jump_validator(
             report_violation(
                 _jump_message(route, share, previous, limit, max_step), route.virtual_service.urn
             )
+
+
+no_unsafe_weight_jump_validator = per_service(config_errors_are_violations(_no_unsafe_weight_jump))
+"""`_no_unsafe_weight_jump` wrapped by `per_service` and `config_errors_are_violations`
+(applied by call, not with `@`: mutmut mutates no decorated function)."""
 
 
 def _jump_message(
@@ -277,10 +280,7 @@ def _subset_problems(view: StackView) -> list[tuple[str, str]]:
     return problems
 
 
-@config_errors_are_violations
-def route_weights_valid_validator(
-    args: StackValidationArgs, report_violation: ReportViolation
-) -> None:
+def _route_weights_valid(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     """Routes carry integer weights 0..`totalWeight` summing to exactly `totalWeight` (100);
     every weighted route names both `nvidiaSubset` and `ascendSubset`; every destination
     reaches pods of the stack (its host is a Service of the stack selecting pods, its subset is
@@ -294,6 +294,11 @@ def route_weights_valid_validator(
     problems = _route_problems(view, total, required) + http_route_problems(view, ascend)
     for message, urn in problems + _subset_problems(view):
         report_violation(message, urn)
+
+
+route_weights_valid_validator = config_errors_are_violations(_route_weights_valid)
+"""`_route_weights_valid` wrapped by `config_errors_are_violations`
+(applied by call, not with `@`: mutmut mutates no decorated function)."""
 
 
 CONFIG_ON_LADDER = PolicyConfigSchema(properties={"ladder": LADDER_SCHEMA, **SHARE_SCHEMAS})
