@@ -166,6 +166,23 @@ class TestPrecisionVerifiedBeforePromotion:
         )
         assert "or set the weight to 0 while the new image is checked" in message
 
+    def test_the_message_lists_every_verified_pair_of_the_base(self):
+        """An entry without `nvidia` accepts any NVIDIA image, and the message says so."""
+        stack = good_stack(20)
+        set_image(stack, "ascend", NEW_ASCEND)
+        older = "registry/inference-service:v1.1.0-npu"
+        history = [*BASE_VERIFIED, {"ascend": older}]
+        [message] = precision(stack, {"previousWeight": 20, "verifiedImages": history})
+        assert message == (
+            f"with the Ascend weight at 20%: Deployment inference/inference-green serves "
+            f"{NVIDIA_IMAGE} + {NEW_ASCEND} to live traffic, but the base's precision-verified "
+            f"pairs are {NVIDIA_IMAGE} + {ASCEND_IMAGE}; any nvidia image + {older}; run the "
+            f"precision check for {NEW_ASCEND} and let the verification job record the pair "
+            f"({VERIFY}, merged before this change), or set the weight to 0 while the new image "
+            "is checked (weight 0, and a decrease that keeps the deployed image, are never "
+            "blocked)"
+        )
+
     def test_holding_with_the_verified_image_passes(self):
         assert precision(good_stack(20), {"previousWeight": 20}) == []
 

@@ -131,6 +131,25 @@ class TestNoUnsafeWeightJump:
         [message] = jump(50, {"previousWeight": 5, "maxStep": 15}, router)
         assert "maxStep=15" in message and "20%" in message
 
+    def test_the_jump_messages_read_whole(self, router):
+        """The step rule's three messages as a reviewer reads them, route and Deployment named."""
+        where = ROUTE_OBJECT[router]
+        via = "; route 'split' sends it to Deployment inference/inference-green"
+        assert jump(80, {"previousWeight": 5}, router) == [
+            f"{where} raises the Ascend weight from 5% to 80%: an increase may go only to the "
+            f"next ladder step, 20%. Set ascendWeight to 20 (decreases are always allowed){via}"
+        ]
+        assert jump(50, {"previousWeight": 5, "maxStep": 15}, router) == [
+            f"{where} raises the Ascend weight from 5% to 50%: an increase may go only to at "
+            f"most maxStep=15 points, 20%. Set ascendWeight to 20 (decreases are always "
+            f"allowed){via}"
+        ]
+        assert jump(20, {}, router) == [
+            f"{where} sends 20% to Ascend with no previousWeight in the policy config (a first "
+            "deploy): only 0% or the first ladder step 5% is allowed. If the stack is deployed, "
+            f"write the config with `dualstack policy-config --from-stack-output`{via}"
+        ]
+
     def test_configured_ladder(self, router):
         assert jump(10, {"previousWeight": 0, "ladder": [0, 10, 100]}, router) == []
         assert len(jump(100, {"previousWeight": 0, "ladder": [0, 10, 100]}, router)) == 1
