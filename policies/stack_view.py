@@ -80,8 +80,6 @@ class Route:
     weight: int | None
     """Integer weight in %; None when the value is not an integer (or is missing beside others)."""
     raw_weight: Any
-    siblings: int
-    """Number of destinations in the same route (1 = takes all traffic)."""
     entry: Mapping[str, Any] = field(default_factory=dict, compare=False)
     """The whole route entry (a VirtualService `http` entry, an HTTPRoute rule)."""
 
@@ -155,7 +153,6 @@ def routes_of(vs: Item) -> list[Route]:
                         subset=str(subset) if subset else None,
                         weight=weight,
                         raw_weight=raw,
-                        siblings=len(destinations),
                         entry=entry if section == "http" else {},
                     )
                 )
@@ -191,7 +188,6 @@ def http_route_routes(route: Item) -> list[Route]:
                     subset=None,
                     weight=1 if raw is None else as_int(raw),
                     raw_weight=raw,
-                    siblings=len(refs),
                     entry=rule,
                 )
             )

@@ -69,6 +69,15 @@ class TestAscendWeightOnLadder:
             assert on_ladder(1, router=router, config=None) != []
             assert stack_violations("ascend-weight-on-ladder", routed(router, 1, 19)) == []
 
+    def test_an_httproute_backend_without_a_weight_weighs_1(self):
+        """Gateway API: a backendRef's weight defaults to 1. Beside a weight of 1 that is a
+        50:50 split (on the ladder); beside 4 it is 20%; beside 3 it is 25%, off the ladder."""
+        gateway = "gateway-api"
+        assert stack_violations("ascend-weight-on-ladder", routed(gateway, None, 1)) == []
+        assert stack_violations("ascend-weight-on-ladder", routed(gateway, None, 4)) == []
+        [message] = stack_violations("ascend-weight-on-ladder", routed(gateway, None, 3))
+        assert "sends 25% to Ascend pods" in message
+
     def test_missing_properties_are_no_violation(self):
         bare = {"apiVersion": "networking.istio.io/v1", "kind": "VirtualService", "metadata": {}}
         assert stack_violations("ascend-weight-on-ladder", with_vs(bare)) == []
