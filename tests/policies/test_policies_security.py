@@ -72,11 +72,26 @@ def test_init_containers_are_checked():
     assert "runAsNonRoot" not in message  # inherited from the pod's securityContext
 
 
-def test_host_network_fails():
+@pytest.mark.parametrize("field", ["hostNetwork", "hostPID", "hostIPC"])
+def test_each_host_namespace_fails(field):
     nvidia = deployment("nvidia", 4, NVIDIA_IMAGE)
-    pod(nvidia)["hostNetwork"] = True
-    [message] = baseline(nvidia)
-    assert "hostNetwork: true" in message
+    pod(nvidia)[field] = True
+    assert baseline(nvidia) == [
+        f"Deployment inference/inference-blue sets {field}: true; remove it"
+    ]
+    pod(nvidia)[field] = False
+    assert baseline(nvidia) == []
+
+
+def test_every_problem_of_a_container_is_in_one_message():
+    """A container without a name is named '?'; its problems are joined by '; '."""
+    nvidia = deployment("nvidia", 4, NVIDIA_IMAGE)
+    pod(nvidia)["initContainers"] = [{"image": "busybox:1.36"}]
+    assert baseline(nvidia) == [
+        "Deployment inference/inference-blue container '?': allowPrivilegeEscalation is None; "
+        "set it to false; capabilities are not dropped; set capabilities.drop: [ALL]; no cpu "
+        "or memory limit; set resources.limits"
+    ]
 
 
 def test_other_host_path_fails():
