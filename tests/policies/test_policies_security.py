@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from tests.support.policy_objects import (
@@ -109,6 +111,29 @@ def test_writable_driver_mount_fails_and_is_no_advisory():
     [message] = baseline(ascend)
     assert "writable in inference" in message and "readOnly: true" in message
     assert advisory(ascend) == []
+
+
+def test_host_path_messages_name_the_allowed_paths_and_every_writer():
+    ascend = deployment("ascend", 1, ASCEND_IMAGE)
+    pod(ascend)["volumes"][0]["hostPath"]["path"] = "/var/run/docker.sock"
+    where = "Deployment inference/inference-green mounts hostPath /var/run/docker.sock"
+    two = {"driverHostPaths": ["/opt/b/driver", "/opt/a/driver"]}
+    assert baseline(ascend, two) == [
+        f"{where} (volume 'driver'); only the driver paths /opt/a/driver, /opt/b/driver may be "
+        "mounted; remove the volume"
+    ]
+    assert baseline(ascend, {"driverHostPaths": []}) == [
+        f"{where} (volume 'driver'); only the driver paths (none) may be mounted; remove the "
+        "volume"
+    ]
+    writable = deployment("ascend", 1, ASCEND_IMAGE)
+    containers = pod(writable)["containers"]
+    containers[0]["volumeMounts"][0]["readOnly"] = False
+    containers.append(copy.deepcopy(containers[0]) | {"name": "sidecar"})
+    assert baseline(writable) == [
+        "Deployment inference/inference-green mounts driver hostPath /usr/local/Ascend/driver "
+        "writable in inference, sidecar; set readOnly: true on the mount"
+    ]
 
 
 def test_driver_path_config_override():
