@@ -53,8 +53,10 @@ def test_missing_toleration_fails():
 def test_requesting_both_accelerators_fails():
     mixed = deployment("nvidia", 1, NVIDIA_IMAGE)
     pod(mixed)["containers"][0]["resources"]["limits"]["huawei.com/Ascend910"] = "1"
-    [message] = placement(mixed)
-    assert "requests huawei.com/Ascend910 and nvidia.com/gpu" in message
+    assert placement(mixed) == [
+        "Deployment inference/inference-blue requests huawei.com/Ascend910 and nvidia.com/gpu: "
+        "a pod may use one accelerator kind only; split it into one workload per pool"
+    ]
 
 
 def test_zero_quantity_is_not_a_request():
