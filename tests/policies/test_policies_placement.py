@@ -113,6 +113,18 @@ def test_a_pod_pinned_to_a_pool_must_request_its_accelerator():
         "Deployment inference/inference-blue selects pool 'nvidia' but requests none of its "
         "accelerators (nvidia.com/gpu); request them, or do not pin the pod to the pool"
     )
+    two = {
+        "acceleratorPools": {
+            "nvidia.com/mig-1g.10gb": "nvidia",
+            "nvidia.com/gpu": "nvidia",
+            "huawei.com/Ascend910": "ascend",
+        }
+    }
+    assert placement(nvidia, two) == [
+        "Deployment inference/inference-blue selects pool 'nvidia' but requests none of its "
+        "accelerators (nvidia.com/gpu, nvidia.com/mig-1g.10gb); request them, or do not pin the "
+        "pod to the pool"
+    ]
     unpinned = deployment("nvidia", 1, NVIDIA_IMAGE)
     del pod(unpinned)["containers"][0]["resources"]
     del pod(unpinned)["nodeSelector"]

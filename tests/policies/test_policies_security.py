@@ -123,8 +123,7 @@ def test_host_path_messages_name_the_allowed_paths_and_every_writer():
         "mounted; remove the volume"
     ]
     assert baseline(ascend, {"driverHostPaths": []}) == [
-        f"{where} (volume 'driver'); only the driver paths (none) may be mounted; remove the "
-        "volume"
+        f"{where} (volume 'driver'); only the driver paths (none) may be mounted; remove the volume"
     ]
     writable = deployment("ascend", 1, ASCEND_IMAGE)
     containers = pod(writable)["containers"]

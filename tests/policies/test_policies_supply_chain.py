@@ -16,7 +16,9 @@ from tests.support.policy_objects import (
     find,
     good_stack,
     resource_violations,
+    stack_reports,
     stack_violations,
+    urn,
     virtual_service,
 )
 
@@ -48,6 +50,40 @@ def set_image(stack, hardware, image):
 class TestImagePairConsistent:
     def test_clean_stack_passes(self):
         assert images(good_stack(20)) == []
+
+    def test_an_unpinned_image_is_reported_on_its_deployment(self):
+        stack = good_stack(20)
+        set_image(stack, "ascend", "registry/inference-service:latest")
+        [(message, where)] = stack_reports("image-pair-consistent", stack)
+        assert message.startswith("Deployment inference/inference-green container 'inference' ")
+        assert where == urn(find(stack, "Deployment", "ascend"))
+
+    def test_an_unreadable_nvidia_backend_still_checks_the_ascend_image(self):
+        stack = [
+            o
+            for o in good_stack(20)
+            if not (o["kind"] == "Deployment" and o["metadata"]["name"] == "inference-blue")
+        ]
+        set_image(stack, "ascend", "registry/inference-service:latest")
+        assert stack_reports("image-pair-consistent", stack) == [
+            (
+                "cannot check the nvidia image: no workload in the stack runs the pods of "
+                "subset 'nvidia'",
+                None,
+            ),
+            (
+                "Deployment inference/inference-green container 'inference' uses "
+                "registry/inference-service:latest: the moving tag `latest` is not a pin; use a "
+                "release tag",
+                urn(find(stack, "Deployment", "ascend")),
+            ),
+        ]
+
+    def test_a_stack_without_a_route_object_is_not_applicable(self):
+        routeless = [o for o in good_stack(20) if o["kind"] != "VirtualService"]
+        assert stack_reports("image-pair-consistent", routeless) == (
+            "not applicable: no VirtualService or HTTPRoute: no backend pair in this stack"
+        )
 
     @pytest.mark.parametrize(
         ("image", "expected"),

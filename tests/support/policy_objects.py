@@ -368,6 +368,21 @@ def violations(policy: str, args: Any) -> list[str] | str:
     return found
 
 
+def stack_reports(
+    policy: str, objects: list[dict[str, Any]], config: dict | None = None
+) -> list[tuple[str, str | None]] | str:
+    """(message, urn) of each violation a stack policy reports over hand-built objects (urn
+    None: the stack); `not applicable: <reason>` when the policy declares itself so."""
+    found: list[tuple[str, str | None]] = []
+    try:
+        POLICY[policy].validate(
+            stack_args(objects, config), lambda message, urn=None: found.append((message, urn))
+        )
+    except _NotApplicableError as declared:
+        return f"{NOT_APPLICABLE}: {declared.reason}"
+    return found
+
+
 def stack_violations(policy: str, objects: list[dict[str, Any]], config: dict | None = None):
     """`violations` of a stack policy over hand-built objects."""
     return violations(policy, stack_args(objects, config))
