@@ -79,6 +79,32 @@ class TestImagePairConsistent:
             ),
         ]
 
+    def test_an_unpinned_nvidia_image_still_checks_the_ascend_tag(self):
+        stack = good_stack(20)
+        set_image(stack, "nvidia", "registry/inference-service:latest")
+        set_image(stack, "ascend", "registry/inference-service:nightly")
+        reports = stack_reports("image-pair-consistent", stack)
+        assert [where for _message, where in reports] == [
+            urn(find(stack, "Deployment", "nvidia")),
+            urn(find(stack, "Deployment", "ascend")),
+        ]
+        assert reports[1][0] == (
+            "Deployment inference/inference-green image registry/inference-service:nightly has "
+            "tag 'nightly', which does not match the release pattern "
+            r"^(?P<release>v?\d+\.\d+\.\d+)-(?P<flavor>[a-z0-9]+)$; tag it like v1.2.3-ascend"
+        )
+
+    def test_a_digest_only_image_is_judged_as_an_empty_tag(self):
+        """With a tagPattern that accepts an empty tag, two digest-only images are one release."""
+        stack = good_stack(20)
+        digest = "sha256:" + "ab" * 32
+        set_image(stack, "nvidia", f"registry/inference-service@{digest}")
+        set_image(stack, "ascend", f"registry/inference-service-npu@{digest}")
+        assert images(stack, {"tagPattern": r"^(?P<release>[a-z0-9.]*)$"}) == []
+        found = images(stack)  # the default pattern wants a release tag on each
+        assert len(found) == 2
+        assert all(" has tag None, which does not match the release pattern " in m for m in found)
+
     def test_a_stack_without_a_route_object_is_not_applicable(self):
         routeless = [o for o in good_stack(20) if o["kind"] != "VirtualService"]
         assert stack_reports("image-pair-consistent", routeless) == (
