@@ -20,7 +20,9 @@ from tests.support.policy_objects import (
     floats,
     good_stack,
     stack_args,
+    stack_reports,
     stack_violations,
+    urn,
 )
 
 
@@ -216,6 +218,15 @@ class TestPoolCapacity:
         [message] = pools(stack)
         assert message.startswith("cannot count what Deployment inference/inference-blue takes")
         assert expected in message
+
+    def test_the_only_accelerator_workload_unreadable_still_fails(self):
+        """With nothing else to count, the unreadable workload is a violation on its own URN,
+        not a policy that does not apply."""
+        nvidia = find(good_stack(20), "Deployment", "nvidia")
+        nvidia["spec"]["replicas"] = "many"
+        [(message, where)] = stack_reports("pool-capacity", [nvidia])
+        assert message.startswith("cannot count what Deployment inference/inference-blue takes")
+        assert where == urn(nvidia)
 
     def test_no_accelerator_workload_is_not_applicable(self):
         stack = [o for o in good_stack(20) if o["kind"] != "Deployment"]
