@@ -14,6 +14,7 @@ from policies.pod_counts import template_hash as pack_template_hash
 from policies.stack_view import StackView
 from tests.support.policy_objects import (
     NOT_APPLICABLE,
+    NVIDIA_IMAGE,
     container,
     deployment,
     find,
@@ -378,3 +379,77 @@ def test_pack_and_config_writer_hash_templates_alike():
         engine_template = resource.props["spec"]["template"]
         assert isinstance(engine_template["spec"]["securityContext"]["runAsUser"], float)
         assert pack_template_hash(engine_template) == template_hash(obj["spec"]["template"])
+
+
+def with_gpus(workload: dict, count: int) -> dict:
+    """`workload` requesting `count` nvidia.com/gpu per pod (requests and limits)."""
+    resources = workload["spec"]["template"]["spec"]["containers"][0]["resources"]
+    for side in resources.values():
+        side["nvidia.com/gpu"] = str(count)
+    return workload
+
+
+class TestPoolCapacityMessages:
+    """The messages whole, and the URN a reviewer sees them on: the workload's when one
+    workload takes the pool, the stack's (None) when several share it."""
+
+    NODE_BY_NODE = (
+        "but a pod's accelerators all come from one node and {nodes} nodes x 5 "
+        "acceleratorsPerNode leave no node with room for some pod, so it would stay Pending; "
+        "run fewer or smaller pods, or add nodes to the pool"
+    )
+
+    def test_one_workload_that_fits_in_total_but_not_node_by_node(self):
+        chat = with_gpus(deployment("nvidia", 2, NVIDIA_IMAGE), 3)
+        config = {
+            "poolSizes": {"nvidia": {"nodes": 2, "acceleratorsPerNode": 5}, "ascend": {"nodes": 2}}
+        }
+        assert stack_reports("pool-capacity", [chat], config) == [
+            (
+                "pool 'nvidia' cannot place its pods node by node: a rollout takes up to 9 "
+                "nvidia.com/gpu (Deployment inference/inference-blue: (2 replicas + maxSurge 1 "
+                "(default 25%)) x 3), within the pool's 10, " + self.NODE_BY_NODE.format(nodes=2),
+                urn(chat),
+            )
+        ]
+
+    def test_two_workloads_that_fit_in_total_but_not_node_by_node(self):
+        chat = with_gpus(deployment("nvidia", 2, NVIDIA_IMAGE), 3)
+        embedder = copy.deepcopy(chat)
+        embedder["metadata"]["name"] = "embedder-blue"
+        embedder["spec"]["replicas"] = 1
+        config = {
+            "poolSizes": {"nvidia": {"nodes": 3, "acceleratorsPerNode": 5}, "ascend": {"nodes": 2}}
+        }
+        assert stack_reports("pool-capacity", [chat, embedder], config) == [
+            (
+                "pool 'nvidia' cannot place its pods node by node: a rollout takes up to 15 "
+                "nvidia.com/gpu (Deployment inference/inference-blue: (2 replicas + maxSurge 1 "
+                "(default 25%)) x 3; Deployment inference/embedder-blue: (1 replicas + maxSurge 1 "
+                "(default 25%)) x 3), within the pool's 15, " + self.NODE_BY_NODE.format(nodes=3),
+                None,
+            )
+        ]
+
+    def test_a_pool_of_two_resource_kinds_names_both(self):
+        chat = with_gpus(deployment("nvidia", 2, NVIDIA_IMAGE), 3)
+        config = {
+            "poolSizes": {"nvidia": {"nodes": 1, "acceleratorsPerNode": 5}, "ascend": {"nodes": 2}},
+            "acceleratorPools": {
+                "nvidia.com/mig-1g.10gb": "nvidia",
+                "nvidia.com/gpu": "nvidia",
+                "huawei.com/Ascend910": "ascend",
+            },
+        }
+        [(message, where)] = stack_reports("pool-capacity", [chat], config)
+        assert message.startswith(
+            "pool 'nvidia' is too small: a rollout takes up to 9 nvidia.com/gpu, "
+            "nvidia.com/mig-1g.10gb (Deployment inference/inference-blue: "
+        )
+        assert where == urn(chat)
+
+    def test_a_stack_without_accelerator_workloads_says_why_it_does_not_apply(self):
+        stack = [o for o in good_stack(20) if o["kind"] != "Deployment"]
+        assert stack_reports("pool-capacity", stack) == (
+            "not applicable: no workload requests an accelerator of acceleratorPools"
+        )
