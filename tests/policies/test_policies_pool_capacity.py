@@ -453,3 +453,24 @@ class TestPoolCapacityMessages:
         assert stack_reports("pool-capacity", stack) == (
             "not applicable: no workload requests an accelerator of acceleratorPools"
         )
+
+    def test_two_workloads_too_many_for_the_pool(self):
+        chat = with_gpus(deployment("nvidia", 2, NVIDIA_IMAGE), 3)
+        embedder = with_gpus(copy.deepcopy(chat), 1)
+        embedder["metadata"]["name"] = "embedder-blue"
+        embedder["spec"]["replicas"] = 1
+        config = {
+            "poolSizes": {"nvidia": {"nodes": 2, "acceleratorsPerNode": 5}, "ascend": {"nodes": 2}}
+        }
+        assert stack_reports("pool-capacity", [chat, embedder], config) == [
+            (
+                "pool 'nvidia' is too small: a rollout takes up to 11 nvidia.com/gpu (Deployment "
+                "inference/inference-blue: (2 replicas + maxSurge 1 (default 25%)) x 3; "
+                "Deployment inference/embedder-blue: (1 replicas + maxSurge 1 (default 25%)) x 1) "
+                "but the pool has 10 (2 nodes x 5 acceleratorsPerNode), so pods would stay "
+                "Pending; run fewer pods (capacity.totalReplicas, or a lower weight for Ascend) "
+                "or add nodes to the pool (<backend>.pool.nodes; <backend>.pool.acceleratorsPerNode"
+                " if its nodes hold more)",
+                None,
+            )
+        ]
