@@ -17,7 +17,9 @@ from tests.support.policy_objects import (
     find,
     good_stack,
     route_object,
+    stack_reports,
     stack_violations,
+    urn,
     virtual_service,
     with_route,
 )
@@ -68,6 +70,13 @@ class TestAscendWeightOnLadder:
         if router == "gateway-api":  # Istio's totalWeight 100 is route-weights-valid's rule
             assert on_ladder(1, router=router, config=None) != []
             assert stack_violations("ascend-weight-on-ladder", routed(router, 1, 19)) == []
+
+    @pytest.mark.parametrize("policy", ["ascend-weight-on-ladder", "no-unsafe-weight-jump"])
+    def test_a_weight_violation_is_reported_on_the_route_object(self, policy, router):
+        stack = routed(router, 30)
+        route = next(o for o in stack if o["kind"] in ("VirtualService", "HTTPRoute"))
+        [(_message, where)] = stack_reports(policy, stack, {"previousWeight": 0})
+        assert where == urn(route)
 
     def test_an_httproute_backend_without_a_weight_weighs_1(self):
         """Gateway API: a backendRef's weight defaults to 1. Beside a weight of 1 that is a
@@ -206,8 +215,13 @@ class TestRouteWeightsValid:
     def test_weights_must_sum_to_100(self):
         stack = good_stack(20)
         stack[3] = virtual_service(20, nvidia_weight=70)
-        [message] = routes(stack)
-        assert "nvidia=70, ascend=20 sum to 90, not 100" in message
+        assert stack_reports("route-weights-valid", stack) == [
+            (
+                "VirtualService inference/inference-vs route 'split': weights nvidia=70, "
+                "ascend=20 sum to 90, not 100; fix them",
+                urn(stack[3]),
+            )
+        ]
 
     @pytest.mark.parametrize("bad", [20.5, -5, 105, "20"])
     def test_weights_must_be_integers_0_to_100(self, bad):
