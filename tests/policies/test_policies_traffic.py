@@ -98,6 +98,10 @@ class TestAscendWeightOnLadder:
             "has weights"
         )
         assert "subset 'ascend'=None" in message and "cannot be judged" in message
+        [(_message, where)] = stack_reports(
+            "no-unsafe-weight-jump", with_vs(vs), {"previousWeight": 5}
+        )
+        assert where == urn(vs)
 
     def test_a_stack_without_routes_passes(self):
         assert stack_violations("ascend-weight-on-ladder", [find(good_stack(), "Service")]) == []
