@@ -165,3 +165,15 @@ def test_an_approved_change_that_drops_a_backend_names_the_missing_image(good_st
         f"pull request changes the ascend image {ASCEND_IMAGE} -> None: land the envelope "
         "change first, then the step in its own pull request"
     )
+
+
+@pytest.mark.parametrize(("previous", "ok"), [(100, True), (101, False), (-1, False)])
+def test_previous_weight_is_a_percentage(good_stack, previous, ok):
+    """previousWeight 0..100 is read; anything else is a malformed config (fail closed)."""
+    config = {"envelopeChanges": [CHANGE], "ownerApproved": True}
+    found = envelope(good_stack(100), previousWeight=previous, **config)
+    if ok:
+        assert found == []
+    else:
+        [message] = found
+        assert message.startswith(f"policy config previousWeight = {previous}")
