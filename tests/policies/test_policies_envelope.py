@@ -177,3 +177,19 @@ def test_previous_weight_is_a_percentage(good_stack, previous, ok):
     else:
         [message] = found
         assert message.startswith(f"policy config previousWeight = {previous}")
+
+
+def test_an_approved_first_deploy_at_1_percent_is_a_raise(good_stack):
+    new_stack = [{**CHANGE, "fact": "Pulumi.canary.yaml", "kind": "stack"}]
+    [message] = envelope(good_stack(1), envelopeChanges=new_stack, ownerApproved=True)
+    assert "raises the Ascend weight from 0% to 1%" in message
+
+
+def test_an_approved_raise_names_every_approved_change(good_stack):
+    config = {"envelopeChanges": [CHANGE, FILE], "ownerApproved": True, "previousImages": IMAGES}
+    assert envelope(good_stack(50), previousWeight=20, **config) == [
+        "the owners approved envelope changes (capacity.totalReplicas: 4 -> 1; "
+        "file policies/traffic.py: at base -> modified), but the same pull request raises the "
+        "Ascend weight from 20% to 50%: land the envelope change first, then the step in its own "
+        "pull request"
+    ]
