@@ -124,7 +124,7 @@ def _rollback_capacity(args: StackValidationArgs, report_violation: ReportViolat
     view = StackView.of(args.resources)
     shares = ascend_shares(view, config)
     if not shares.routes:
-        args.not_applicable("no VirtualService routes traffic")
+        args.not_applicable("no VirtualService or HTTPRoute routes traffic")
     for message, urn in shares.problems:
         report_violation(f"cannot check the capacity: {message}", urn)
     least = shares.least

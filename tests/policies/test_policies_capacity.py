@@ -6,7 +6,15 @@ import pytest
 
 from components.capacity import ascend_replicas
 from policies.capacity import ascend_pods_needed
-from tests.support.policy_objects import HOST, NOT_APPLICABLE, find, good_stack, stack_violations
+from tests.support.policy_objects import (
+    HOST,
+    NOT_APPLICABLE,
+    find,
+    good_stack,
+    stack_reports,
+    stack_violations,
+    urn,
+)
 
 
 def capacity(objects, config=None):
@@ -108,6 +116,36 @@ def test_missing_backend_fails_closed():
 def test_no_traffic_split_is_not_applicable():
     stack = [o for o in good_stack(20) if o["kind"] != "VirtualService"]
     assert capacity(stack) == NOT_APPLICABLE
+    assert stack_reports("rollback-capacity", stack) == (
+        "not applicable: no VirtualService or HTTPRoute routes traffic"
+    )
+
+
+def test_each_violation_is_reported_on_the_object_to_fix():
+    """The shrunk NVIDIA Deployment, the short Ascend one, the route whose destination
+    reaches no pod: each on its own URN, so the preview shows it beside that object."""
+    shrunk = good_stack(50)
+    nvidia = find(shrunk, "Deployment", "nvidia")
+    nvidia["spec"]["replicas"] = 2
+    [(_message, where)] = stack_reports("rollback-capacity", shrunk)
+    assert where == urn(nvidia)
+    short = good_stack(80, ascend_replicas=2)
+    [(_message, where)] = stack_reports("rollback-capacity", short)
+    assert where == urn(find(short, "Deployment", "ascend"))
+    unreached = [
+        o for o in good_stack(20) if o["metadata"].get("labels", {}).get("hardware") != "ascend"
+    ]
+    [(_message, where)] = stack_reports("rollback-capacity", unreached)
+    assert where == urn(find(unreached, "VirtualService"))
+
+
+def test_unreadable_nvidia_replicas_fail_closed():
+    stack = good_stack(20)
+    nvidia = find(stack, "Deployment", "nvidia")
+    nvidia["spec"]["replicas"] = "many"
+    assert stack_reports("rollback-capacity", stack) == [
+        ("Deployment inference/inference-blue has replicas 'many', not an integer", urn(nvidia))
+    ]
 
 
 @pytest.mark.parametrize("weight", [0, 5, 20, 50, 80, 100])

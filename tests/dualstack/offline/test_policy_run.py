@@ -122,7 +122,7 @@ def test_not_applicable_is_a_pass_with_the_reason():
     stack = [o for o in good_stack(20) if o["kind"] != "VirtualService"]
     [result] = by_policy(run_policies(stack))["rollback-capacity"]
     assert result.outcome == "pass"
-    assert result.message == "not applicable: no VirtualService routes traffic"
+    assert result.message == "not applicable: no VirtualService or HTTPRoute routes traffic"
 
 
 def test_a_crashing_policy_is_a_violation():
