@@ -153,3 +153,12 @@ def test_unreadable_nvidia_replicas_fail_closed():
 def test_components_formula_always_satisfies_the_policy(weight, ratio):
     """The program's replica arithmetic (with headroom >= 1) never trips the policy."""
     assert ascend_replicas(4, weight, 1.2, ratio) >= ascend_pods_needed(4, weight, ratio)
+
+
+def test_unreadable_ascend_replicas_fail_closed():
+    stack = good_stack(20)
+    ascend = find(stack, "Deployment", "ascend")
+    ascend["spec"]["replicas"] = "two"
+    assert stack_reports("rollback-capacity", stack) == [
+        ("Deployment inference/inference-green has replicas 'two', not an integer", urn(ascend))
+    ]

@@ -245,6 +245,30 @@ class TestPrecisionVerifiedBeforePromotion:
             "blocked)"
         )
 
+    @pytest.mark.parametrize(("previous", "ok"), [(100, True), (101, False)])
+    def test_previous_weight_is_a_percentage(self, previous, ok):
+        found = precision(good_stack(100), {"previousWeight": previous})
+        if ok:
+            assert found == []
+        else:
+            [message] = found
+            assert message.startswith(f"policy config previousWeight = {previous}")
+
+    def test_without_a_route_object_it_does_not_apply(self):
+        routeless = [o for o in good_stack(20) if o["kind"] != "VirtualService"]
+        assert stack_reports("precision-verified-before-promotion", routeless) == (
+            "not applicable: no VirtualService or HTTPRoute routes traffic"
+        )
+
+    def test_an_unjudgeable_share_is_reported_on_its_virtual_service(self):
+        stack = good_stack(20)
+        vs = find(stack, "VirtualService")
+        del vs["spec"]["http"][0]["route"][1]["weight"]
+        config = {"verifiedImages": BASE_VERIFIED, "previousWeight": 20}
+        [(message, where)] = stack_reports("precision-verified-before-promotion", stack, config)
+        assert message.startswith("cannot judge the Ascend share: VirtualService ")
+        assert where == urn(vs)
+
     def test_holding_with_the_verified_image_passes(self):
         assert precision(good_stack(20), {"previousWeight": 20}) == []
 
