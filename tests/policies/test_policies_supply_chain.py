@@ -269,6 +269,14 @@ class TestPrecisionVerifiedBeforePromotion:
         assert message.startswith("cannot judge the Ascend share: VirtualService ")
         assert where == urn(vs)
 
+    def test_an_ascend_deployment_without_containers_fails_closed(self):
+        stack = good_stack(20)
+        find(stack, "Deployment", "ascend")["spec"]["template"]["spec"]["containers"] = []
+        assert precision(stack, {"previousWeight": 5}) == [
+            "cannot check the Ascend image raising the Ascend weight from 5% to 20%: "
+            "Deployment inference/inference-green has no containers"
+        ]
+
     def test_holding_with_the_verified_image_passes(self):
         assert precision(good_stack(20), {"previousWeight": 20}) == []
 
