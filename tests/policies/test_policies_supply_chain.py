@@ -269,6 +269,18 @@ class TestPrecisionVerifiedBeforePromotion:
         assert message.startswith("cannot judge the Ascend share: VirtualService ")
         assert where == urn(vs)
 
+    def test_with_no_verified_pair_the_message_says_so_on_the_ascend_deployment(self):
+        stack = good_stack(20)
+        [(message, where)] = stack_reports(
+            "precision-verified-before-promotion", stack, {"previousWeight": 5}
+        )
+        assert message.startswith(
+            "raising the Ascend weight from 5% to 20%: Deployment inference/inference-green "
+            f"serves {NVIDIA_IMAGE} + {ASCEND_IMAGE} to live traffic, but the base records no "
+            "precision-verified image pair (verifiedImages); run the precision check for "
+        )
+        assert where == urn(find(stack, "Deployment", "ascend"))
+
     def test_an_ascend_deployment_without_containers_fails_closed(self):
         stack = good_stack(20)
         find(stack, "Deployment", "ascend")["spec"]["template"]["spec"]["containers"] = []
