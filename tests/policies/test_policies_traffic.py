@@ -172,6 +172,21 @@ class TestNoUnsafeWeightJump:
             f"write the config with `dualstack policy-config --from-stack-output`{via}"
         ]
 
+    def test_max_step_allows_what_the_ladder_would_not(self, router):
+        """maxStep=30 from 5% allows 35%, which is beyond the ladder's next step (20%)."""
+        assert jump(35, {"previousWeight": 5, "maxStep": 30}, router) == []
+        [message] = jump(35, {"previousWeight": 5, "maxStep": 29}, router)
+        assert "an increase may go only to at most maxStep=29 points, 34%" in message
+
+    @pytest.mark.parametrize(("max_step", "ok"), [(1, True), (100, True), (0, False), (101, False)])
+    def test_max_step_is_1_to_100_points(self, max_step, ok):
+        found = jump(5, {"previousWeight": 5, "maxStep": max_step})
+        if ok:
+            assert found == []
+        else:
+            [message] = found
+            assert message.startswith(f"policy config maxStep = {max_step}")
+
     def test_configured_ladder(self, router):
         assert jump(10, {"previousWeight": 0, "ladder": [0, 10, 100]}, router) == []
         assert len(jump(100, {"previousWeight": 0, "ladder": [0, 10, 100]}, router)) == 1
