@@ -209,6 +209,22 @@ def test_a_rule_that_is_almost_a_pin_is_judged_as_a_route(router, case):
     assert any("from 5% to 100%" in m for m in found["no-unsafe-weight-jump"])
 
 
+def test_a_pin_shaped_tcp_route_is_judged_as_a_route():
+    """Only an `http` entry can match a header: Istio's TCP match has no `headers` (the API
+    server prunes the field), so a pin-shaped `tcp` entry sends all its traffic to Ascend."""
+    objects = stack("istio", 5)
+    vs = find(objects, "VirtualService")
+    vs["spec"]["tcp"] = [pin_rule("istio", "ascend")]
+    found = judged(objects, 5)
+    assert any(
+        m.startswith(
+            "VirtualService inference/inference-vs raises the Ascend weight from 5% to 100%"
+        )
+        and "route 'pin-ascend'" in m
+        for m in found["no-unsafe-weight-jump"]
+    )
+
+
 def test_the_ascend_value_routed_to_nvidia_is_no_pin(router):
     """The NVIDIA pin is an NVIDIA route; one carrying the Ascend value but reaching NVIDIA is
     judged: it sends nothing to Ascend, so it passes the share, and it is no exception."""

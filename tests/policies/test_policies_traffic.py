@@ -231,6 +231,18 @@ class TestRouteWeightsValid:
     def test_clean_stack_passes(self):
         assert routes(good_stack(20)) == []
 
+    def test_a_destination_without_a_host_reaches_no_service(self):
+        """A missing host is the empty name in the route's namespace: no Service of the stack,
+        so where the destination sends traffic cannot be known (fail closed)."""
+        vs = virtual_service(20)
+        del vs["spec"]["http"][0]["route"][1]["destination"]["host"]
+        hostless = ".inference.svc.cluster.local"
+        assert routes(with_vs(vs)) == [
+            f"VirtualService inference/inference-vs route 'split' destination {hostless} subset "
+            f"'ascend': {hostless} is no Service of the stack: where it sends traffic cannot be "
+            "known; route to a Service the stack defines"
+        ]
+
     def test_weights_must_sum_to_100(self):
         stack = good_stack(20)
         stack[3] = virtual_service(20, nvidia_weight=70)
