@@ -76,15 +76,19 @@ def requested_accelerators(spec: Mapping[str, Any], pools: Mapping[str, str]) ->
 
 
 def tolerates(toleration: Mapping[str, Any], key: str, value: str) -> bool:
-    """True when `toleration` tolerates the taint `<key>=<value>:NoSchedule`."""
+    """True when `toleration` tolerates the taint `<key>=<value>:NoSchedule`.
+
+    Kubernetes' matching rules (kubernetes.io/docs/concepts/scheduling-eviction/
+    taint-and-toleration): the operator defaults to Equal; Exists with no key matches every
+    taint; an empty effect matches every effect."""
     if toleration.get("effect") not in (None, "", "NoSchedule"):
         return False
-    operator = toleration.get("operator") or "Equal"
+    exists = toleration.get("operator") == "Exists"  # any other operator, or none, is Equal
     if not toleration.get("key"):
-        return operator == "Exists"
+        return exists
     if toleration.get("key") != key:
         return False
-    return operator == "Exists" or toleration.get("value") == value
+    return exists or toleration.get("value") == value
 
 
 def tolerated_pools(spec: Mapping[str, Any], key: str, pools: set[str]) -> set[str]:

@@ -65,8 +65,8 @@ DEFAULT_TAG_PATTERN = r"^(?P<release>v?\d+\.\d+\.\d+)-(?P<flavor>[a-z0-9]+)$"
 def parse_image(image: str) -> tuple[str, str | None, str | None]:
     """(repository, tag, digest) of `registry:5000/team/app:v1.2.3-npu@sha256:...`."""
     name, _, digest = image.partition("@")
-    last = name.rsplit("/", 1)[-1]
-    tag = last.rsplit(":", 1)[1] if ":" in last else None
+    _path, _, last = name.rpartition("/")  # only the last segment can carry a tag
+    _image, _, tag = last.partition(":")  # (a colon before it is the registry's port)
     repository = name[: -len(tag) - 1] if tag else name
     return repository, tag or None, digest or None
 

@@ -158,6 +158,10 @@ def test_bad_pools_config_fails_closed():
         ({"key": "pool", "operator": "Exists"}, True),
         ({"operator": "Exists"}, True),
         ({"key": "other", "operator": "Exists"}, False),
+        ({"key": "pool", "value": "nvidia", "effect": ""}, True),  # empty: every effect
+        ({"key": "pool", "value": "nvidia", "effect": "PreferNoSchedule"}, False),
+        ({"operator": "Equal"}, False),  # no key: only Exists matches every taint
+        ({"key": "pool", "operator": "Equal"}, False),  # Equal without a value: value ""
     ],
 )
 def test_toleration_matching(toleration, expected):

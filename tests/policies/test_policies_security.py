@@ -6,6 +6,7 @@ import copy
 
 import pytest
 
+from policies.security import container_problems, host_path_volumes, writable_mounts
 from tests.support.policy_objects import (
     ASCEND_IMAGE,
     NVIDIA_IMAGE,
@@ -39,11 +40,24 @@ def test_clean_stack_passes():
     ("edit", "expected"),
     [
         (lambda c: c.pop("runAsNonRoot"), None),  # pod-level runAsNonRoot still applies
-        (lambda c: c.update(runAsNonRoot=False), "runAsNonRoot is False"),
-        (lambda c: c.update(runAsUser=0), "runAsUser is 0"),
-        (lambda c: c.pop("allowPrivilegeEscalation"), "allowPrivilegeEscalation is None"),
-        (lambda c: c.update(privileged=True), "privileged is true"),
-        (lambda c: c.update(capabilities={"drop": ["NET_RAW"]}), "capabilities.drop: [ALL]"),
+        (
+            lambda c: c.update(runAsNonRoot=False),
+            "runAsNonRoot is False; set runAsNonRoot: true",
+        ),
+        (lambda c: c.update(runAsUser=0), "runAsUser is 0 (root); run as a non-zero user"),
+        (
+            lambda c: c.pop("allowPrivilegeEscalation"),
+            "allowPrivilegeEscalation is None; set it to false",
+        ),
+        (
+            lambda c: c.update(privileged=True),
+            "privileged is true; remove it (the device plugin grants the devices)",
+        ),
+        (
+            lambda c: c.update(capabilities={"drop": ["NET_RAW"]}),
+            "capabilities are not dropped; set capabilities.drop: [ALL]",
+        ),
+        (lambda c: c.update(capabilities={"drop": ["all"]}), None),  # case does not matter
     ],
 )
 def test_container_context_problems(edit, expected):
@@ -53,9 +67,7 @@ def test_container_context_problems(edit, expected):
     if expected is None:
         assert found == []
     else:
-        [message] = found
-        assert "Deployment inference/inference-blue container 'inference'" in message
-        assert expected in message
+        assert found == [f"Deployment inference/inference-blue container 'inference': {expected}"]
 
 
 def test_missing_limits_fail():
@@ -144,9 +156,13 @@ def test_driver_path_config_override():
     assert len(advisory(ascend, config)) == 1
 
 
-def test_bad_driver_paths_config_fails_closed():
-    [message] = baseline(deployment("ascend", 1, ASCEND_IMAGE), {"driverHostPaths": "relative"})
-    assert message.startswith("policy config driverHostPaths = ")
+@pytest.mark.parametrize("paths", ["relative", "/usr/local/Ascend/driver", ["relative"], [None]])
+def test_bad_driver_paths_config_fails_closed(paths):
+    """A string (not a list), a relative path or a non-string is refused, never read as allowed."""
+    assert baseline(deployment("ascend", 1, ASCEND_IMAGE), {"driverHostPaths": paths}) == [
+        f"policy config driverHostPaths = {paths!r} must be a list of absolute paths; "
+        "regenerate it with `dualstack policy-config`"
+    ]
 
 
 def test_missing_properties_are_no_violation():
@@ -164,3 +180,54 @@ def test_driver_mount_is_reported_as_advisory_with_its_reason():
         "article's setup); keep it read-only and limited to this path"
     )
     assert advisory(deployment("nvidia", 4, NVIDIA_IMAGE)) == []
+
+
+@pytest.mark.parametrize(
+    ("pod_level", "container_level", "expected"),
+    [
+        ({"runAsUser": 0}, {}, ["runAsUser is 0 (root); run as a non-zero user"]),
+        ({"runAsUser": 0}, {"runAsUser": 1000}, []),  # the container's own value wins
+        ({"runAsUser": 1000}, {"runAsUser": 0}, ["runAsUser is 0 (root); run as a non-zero user"]),
+        ({}, {}, []),  # no user set: the image's user, which runAsNonRoot already guards
+    ],
+)
+def test_run_as_user_is_read_from_the_container_then_the_pod(pod_level, container_level, expected):
+    """The restricted profile's runAsUser rule: a pod-level 0 applies to every container that
+    does not set its own user."""
+    clean = {
+        "runAsNonRoot": True,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    container = {
+        "securityContext": clean | container_level,
+        "resources": {"limits": {"cpu": "1", "memory": "1Gi"}},
+    }
+    assert container_problems(container, pod_level) == expected
+
+
+@pytest.mark.parametrize("value", [True, "false", None])
+def test_allow_privilege_escalation_names_the_value_found(value):
+    nvidia = deployment("nvidia", 4, NVIDIA_IMAGE)
+    context(nvidia)["allowPrivilegeEscalation"] = value
+    assert baseline(nvidia) == [
+        "Deployment inference/inference-blue container 'inference': allowPrivilegeEscalation is "
+        f"{value!r}; set it to false"
+    ]
+
+
+def test_a_nameless_writer_of_the_driver_mount_is_named_by_a_question_mark():
+    ascend = deployment("ascend", 1, ASCEND_IMAGE)
+    containers = pod(ascend)["containers"]
+    containers[0]["volumeMounts"][0]["readOnly"] = False
+    del containers[0]["name"]
+    assert writable_mounts(pod(ascend), "driver") == ["?"]
+
+
+def test_a_host_path_without_a_path_is_the_host_root():
+    """`hostPath: {}` (no path) is judged as the widest mount, `/`, never as allowed."""
+    ascend = deployment("ascend", 1, ASCEND_IMAGE)
+    pod(ascend)["volumes"][0]["hostPath"] = {}
+    assert host_path_volumes(pod(ascend)) == {"driver": "/"}
+    [message] = baseline(ascend)
+    assert message.startswith("Deployment inference/inference-green mounts hostPath / (volume")

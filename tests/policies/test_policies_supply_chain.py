@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dualstack.offline.policy_run import run_policies
-from policies.supply_chain import parse_image, pin_problem
+from policies.supply_chain import digest_problem, parse_image, pin_problem
 from tests.support.policy_objects import (
     ASCEND_IMAGE,
     NOT_APPLICABLE,
@@ -181,8 +181,11 @@ def test_parse_image(image, parts):
     assert parse_image(image) == parts
 
 
-def test_pin_problem_for_missing_image():
-    assert pin_problem(None) == "has no image (None)"
+@pytest.mark.parametrize("image", [None, "", 5, ["registry/app:v1"]])
+def test_an_image_that_is_no_name_is_reported_as_missing(image):
+    """An empty string or a non-string (a bad render) is no image, for both pin rules."""
+    assert pin_problem(image) == f"has no image ({image!r})"
+    assert digest_problem(image) == f"has no image ({image!r})"
 
 
 class TestPrecisionVerifiedBeforePromotion:
@@ -442,6 +445,16 @@ def test_init_containers_and_missing_images_are_reported():
         "or digest; pin it by digest, e.g. busybox@sha256:<digest> (the digest the registry "
         "reports for that tag)",
         "Deployment inference/inference-blue container 'sidecar' has no image (None)",
+    ]
+
+
+def test_a_nameless_container_is_named_by_a_question_mark():
+    obj = deployment("nvidia", 4, "busybox:1.36")
+    del obj["spec"]["template"]["spec"]["containers"][0]["name"]
+    assert digest_findings(obj) == [
+        "Deployment inference/inference-blue container '?' uses busybox:1.36, pinned by the tag "
+        "1.36 only; pin it by digest, e.g. busybox:1.36@sha256:<digest> (the digest the registry "
+        "reports for that tag)"
     ]
 
 
