@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import copy
 import hashlib
+from typing import ClassVar
 
 import pytest
 from pulumi_policy.proxy import unknown_checking_proxy
 
 from dualstack.offline.policy_config import template_facts, template_hash
-from policies.pod_counts import PodCountError, accelerators_per_pod, peak_pods, whole_quantity
+from policies.capacity import PoolSize, _fits_node_by_node
+from policies.pod_counts import (
+    PodCount,
+    PodCountError,
+    accelerators_per_pod,
+    peak_pods,
+    whole_quantity,
+)
 from policies.pod_counts import template_hash as pack_template_hash
 from policies.stack_view import StackView
 from tests.support.policy_objects import (
@@ -162,6 +170,15 @@ class TestPoolCapacity:
         }
         [message] = pools(stack, config)
         assert "(1 replicas + maxSurge 1 (default 25%)) x 1" in message
+
+    def test_a_pool_of_zero_nodes_is_valid_while_nothing_runs_on_it(self):
+        """Before the first Ascend step the Ascend pool may have no nodes yet."""
+        config = {"poolSizes": {"nvidia": {"nodes": 3}, "ascend": {"nodes": 0}}}
+        stack = [o for o in good_stack(20) if o["kind"] != "Deployment" or "blue" in str(o)]
+        assert pools(stack, config) == []
+        [message] = pools(good_stack(20), config)
+        assert message.startswith("pool 'ascend' is too small: a rollout takes up to 3 ")
+        assert "but the pool has 0 (0 nodes x 8 acceleratorsPerNode)" in message
 
     @pytest.mark.parametrize(
         ("config", "expected"),
@@ -353,16 +370,33 @@ class TestSurgeOnlyWhenThePodTemplateChanges:
     @pytest.mark.parametrize(
         ("value", "expected"),
         [
-            ({"inference-blue": "abc"}, "previousPodTemplates.inference-blue = 'abc' is not a"),
-            ({"inference-blue": 5}, "previousPodTemplates.inference-blue = 5.0 is not a"),
-            ("all", "previousPodTemplates = 'all' is not a map"),
+            (
+                {"inference-blue": "abc"},
+                "previousPodTemplates.inference-blue = 'abc' is not a sha256 hex digest (64 "
+                "lowercase hex digits)",
+            ),
+            (
+                {"inference-blue": "A" * 64},
+                f"previousPodTemplates.inference-blue = '{'A' * 64}' is not a sha256 hex digest "
+                "(64 lowercase hex digits)",
+            ),
+            (
+                {"inference-blue": 5},
+                "previousPodTemplates.inference-blue = 5.0 is not a sha256 hex digest (64 "
+                "lowercase hex digits)",
+            ),
+            (
+                "all",
+                "previousPodTemplates = 'all' is not a map of Deployment name -> sha256 hex",
+            ),
         ],
     )
     def test_malformed_previous_templates_fail_closed(self, value, expected):
         head, config = rollback(80)
         config["previousPodTemplates"] = value
-        [message] = pools(head, config)
-        assert message.startswith(f"policy config {expected}")
+        assert pools(head, config) == [
+            f"policy config {expected}; regenerate it with `dualstack policy-config`"
+        ]
 
 
 def test_pack_and_config_writer_hash_templates_alike():
@@ -474,3 +508,56 @@ class TestPoolCapacityMessages:
                 None,
             )
         ]
+
+
+class TestDaemonSetsNodeByNode:
+    """A DaemonSet's pods take their accelerators on every node of the pool first; the rest
+    packs into what is left on each node (`_fits_node_by_node`). The pool is 2 nodes x 5 GPUs,
+    so every stack below fits in total (10) and only the node-by-node packing decides."""
+
+    CONFIG: ClassVar[dict] = {
+        "poolSizes": {"nvidia": {"nodes": 2, "acceleratorsPerNode": 5}, "ascend": {"nodes": 2}}
+    }
+
+    def agent(self, gpus, **spec):
+        return side_workload("DaemonSet", accelerators=gpus, **spec)
+
+    def test_pods_that_fit_beside_the_daemonset_pass(self):
+        """2 GPUs per node for the agent leave 3: one 3-GPU pod on each node."""
+        chat = with_gpus(deployment("nvidia", 1, NVIDIA_IMAGE), 3)  # 1 + surge 1 = 2 pods
+        assert pools([chat, self.agent(2)], self.CONFIG) == []
+
+    def test_pods_that_only_fit_where_the_daemonset_runs_fail(self):
+        """3 free GPUs per node take one 2-GPU pod each: the third (the surge) stays Pending,
+        although 4 + 6 = 10 GPUs fit the pool in total."""
+        chat = with_gpus(deployment("nvidia", 2, NVIDIA_IMAGE), 2)  # 2 + surge 1 = 3 pods
+        assert stack_reports("pool-capacity", [chat, self.agent(2)], self.CONFIG) == [
+            (
+                "pool 'nvidia' cannot place its pods node by node: a rollout takes up to 10 "
+                "nvidia.com/gpu (Deployment inference/inference-blue: (2 replicas + maxSurge 1 "
+                "(default 25%)) x 2; DaemonSet batch/side-daemonset: (2 nodes) x 2), within the "
+                "pool's 10, " + TestPoolCapacityMessages.NODE_BY_NODE.format(nodes=2),
+                None,
+            )
+        ]
+
+    def test_a_daemonset_taking_every_accelerator_of_each_node_passes(self):
+        assert pools([self.agent(5)], self.CONFIG) == []
+
+    def test_a_daemonset_surge_pod_packs_like_the_rest(self):
+        """maxSurge 50% of 2 nodes is one more pod, placed beside a running one: with 2 GPUs
+        per pod it fits the 3 left on a node, with 3 it does not fit the 2 left."""
+        surge = {"updateStrategy": {"rollingUpdate": {"maxSurge": "50%", "maxUnavailable": 0}}}
+        assert pools([self.agent(2, **surge)], self.CONFIG) == []
+        [message] = pools([self.agent(3, **surge)], self.CONFIG)
+        assert message.startswith(
+            "pool 'nvidia' cannot place its pods node by node: a rollout takes up to 9 "
+            "nvidia.com/gpu (DaemonSet batch/side-daemonset: (2 nodes + maxSurge 1) x 3)"
+        )
+
+    def test_a_daemonset_larger_than_a_node_never_fits(self):
+        """Unreachable from the policy (its total exceeds the pool first), but the packing
+        itself must not call it placed."""
+        agent = item(self.agent(6))
+        assert not _fits_node_by_node([(agent, PodCount(2, "2 nodes"), 6)], PoolSize(2, 5))
+        assert _fits_node_by_node([(agent, PodCount(2, "2 nodes"), 5)], PoolSize(2, 5))
