@@ -128,14 +128,20 @@ def _tag_pattern(args: StackValidationArgs) -> re.Pattern[str]:
 
 def _backend_image(view: StackView, config: Any, hardware: str) -> tuple[Item | None, Any, str]:
     """(workload, image of its first app container, problem) of one backend
-    (`traffic_share.backend_workload`: behind its subset, or the one the routes reach)."""
+    (`traffic_share.backend_workload`: behind its subset, or the one the routes reach).
+
+    The image is None, and the problem says why, when there is no such workload, it has no
+    containers, or its first container has no image; the problem is "" otherwise."""
     workload, why = backend_workload(view, config, hardware)
     if workload is None:
         return None, None, why
     images = container_images(workload)
     if not images:
         return workload, None, f"{workload.label} has no containers"
-    return workload, images[0][1], ""
+    name, image = images[0]
+    if image is None:
+        return workload, None, f"{workload.label} container {name!r} has no image"
+    return workload, image, ""
 
 
 def _image_pair_consistent(args: StackValidationArgs, report_violation: ReportViolation) -> None:

@@ -82,15 +82,40 @@ def test_total_replicas_config_overrides_default():
 
 
 @pytest.mark.parametrize(
-    ("config", "key"),
+    ("config", "expected"),
     [
-        ({"totalReplicas": 0}, "totalReplicas"),
-        ({"ascendCapacityRatio": "fast"}, "ascendCapacityRatio"),
+        ({"totalReplicas": 0}, "totalReplicas = 0.0 is not a positive integer"),
+        ({"totalReplicas": 2.5}, "totalReplicas = 2.5 is not a positive integer"),
+        ({"ascendCapacityRatio": "fast"}, "ascendCapacityRatio = 'fast' is not a positive number"),
+        ({"ascendCapacityRatio": 0}, "ascendCapacityRatio = 0.0 is not a positive number"),
+        ({"ascendCapacityRatio": True}, "ascendCapacityRatio = True is not a positive number"),
     ],
 )
-def test_bad_config_fails_closed(config, key):
-    [message] = capacity(good_stack(20), config)
-    assert message.startswith(f"policy config {key} = ")
+def test_bad_config_fails_closed(config, expected):
+    assert capacity(good_stack(20), config) == [
+        f"policy config {expected}; regenerate it with `dualstack policy-config`"
+    ]
+
+
+def test_one_total_replica_is_a_valid_fleet():
+    stack = good_stack(0)
+    find(stack, "Deployment", "nvidia")["spec"]["replicas"] = 1
+    assert capacity(stack, {"totalReplicas": 1}) == []
+
+
+@pytest.mark.parametrize(
+    ("total", "weight", "ratio", "pods"),
+    [
+        (4, 20, 1.0, 1),  # 0.8 pods -> 1
+        (101, 1, 1.0, 2),  # 1.01 pods: a started pod is a whole pod
+        (100, 100, 1.0, 100),
+        (10, 30, 0.3, 10),  # 10 * 30 / 100 / 0.3 is 10.000000000000002 in floats
+        (100, 100, 1 - 1e-12, 100),  # noise below 1e-9 pods adds no pod
+        (4, 80, 1.3, 3),  # 2.46 -> 3
+    ],
+)
+def test_ascend_pods_needed(total, weight, ratio, pods):
+    assert ascend_pods_needed(total, weight, ratio) == pods
 
 
 def test_missing_replicas_means_one_pod():

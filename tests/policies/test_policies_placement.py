@@ -143,9 +143,15 @@ def test_config_overrides_pools_and_label():
     assert len(placement(nvidia)) == 2  # default label `pool`: neither selected nor tolerated
 
 
-def test_bad_pools_config_fails_closed():
-    [message] = placement(deployment("nvidia", 1, NVIDIA_IMAGE), {"acceleratorPools": ["gpu"]})
-    assert message.startswith("policy config acceleratorPools = ")
+@pytest.mark.parametrize(
+    "pools", [["gpu"], {}, {"nvidia.com/gpu": ""}, {"nvidia.com/gpu": True}, "nvidia"]
+)
+def test_bad_pools_config_fails_closed(pools):
+    """A list, an empty map, an empty or non-string pool name: refused, naming the key."""
+    assert placement(deployment("nvidia", 1, NVIDIA_IMAGE), {"acceleratorPools": pools}) == [
+        f"policy config acceleratorPools = {pools!r} must map resources to pool names, "
+        'e.g. {"nvidia.com/gpu": "nvidia"}; regenerate it with `dualstack policy-config`'
+    ]
 
 
 @pytest.mark.parametrize(

@@ -164,6 +164,25 @@ class TestImagePairConsistent:
             in message
         )
 
+    def test_a_first_container_without_an_image_is_named(self):
+        stack = good_stack(20)
+        del find(stack, "Deployment", "nvidia")["spec"]["template"]["spec"]["containers"][0][
+            "image"
+        ]
+        assert images(stack) == [
+            "cannot check the nvidia image: Deployment inference/inference-blue container "
+            "'inference' has no image"
+        ]
+        assert precision(stack, {"previousWeight": 20}) == [
+            "with the Ascend weight at 20%: Deployment inference/inference-green serves None + "
+            f"{ASCEND_IMAGE} to live traffic, but the base's precision-verified pairs are "
+            f"{NVIDIA_IMAGE} + {ASCEND_IMAGE}; run the precision check for {ASCEND_IMAGE} and let "
+            "the verification job record the pair (`dualstack verify-precision --stack <stack> "
+            "--nvidia URL --ascend URL`, merged before this change), or set the weight to 0 "
+            "while the new image is checked (weight 0, and a decrease that keeps the deployed "
+            "image, are never blocked)"
+        ]
+
     def test_stack_without_split_is_not_applicable(self):
         assert images([find(good_stack(), "Service")]) == NOT_APPLICABLE
 
@@ -290,6 +309,22 @@ class TestPrecisionVerifiedBeforePromotion:
         assert precision(stack, {"previousWeight": 5}) == [
             "cannot check the Ascend image raising the Ascend weight from 5% to 20%: "
             "Deployment inference/inference-green has no containers"
+        ]
+
+    @pytest.mark.parametrize(
+        ("history", "expected"),
+        [
+            ("v1.2.3-npu", "verifiedImages = 'v1.2.3-npu' is not a list of {nvidia, ascend}"),
+            (5, "verifiedImages = 5.0 is not a list of {nvidia, ascend}"),
+            (
+                [{"nvidia": NVIDIA_IMAGE}],
+                f"verifiedImages entry {{'nvidia': '{NVIDIA_IMAGE}'}} is not {{nvidia, ascend}}",
+            ),
+        ],
+    )
+    def test_a_malformed_history_fails_closed(self, history, expected):
+        assert precision(good_stack(20), {"previousWeight": 5, "verifiedImages": history}) == [
+            f"policy config {expected}; regenerate it with `dualstack policy-config`"
         ]
 
     def test_holding_with_the_verified_image_passes(self):
