@@ -6,6 +6,8 @@ its DestinationRule, and an HTTPRoute to the direct Services refuse the same uns
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from policies.traffic import allowed_increase
@@ -293,15 +295,52 @@ class TestRouteWeightsValid:
             "inference/inference-service (503 UH no_healthy_upstream); make the subset's labels "
             "match a pod template"
         )
-        assert "subset 'ascend'" in rule and "app=inference-service, hardware=npu" in rule
-        assert "503 UH no_healthy_upstream" in rule
+        assert rule == (
+            "DestinationRule inference/inference-dr subset 'ascend' labels "
+            "app=inference-service, hardware=npu select no pod of any workload in the stack: "
+            "requests to it fail with 503 UH no_healthy_upstream; make the labels match the pod "
+            "template"
+        )
 
     def test_subset_selecting_two_workloads_fails(self):
         stack = good_stack(20)
         del find(stack, "DestinationRule")["spec"]["subsets"][1]["labels"]["hardware"]
+        assert stack_reports("route-weights-valid", stack) == [
+            (
+                "DestinationRule inference/inference-dr subset 'ascend' labels "
+                "app=inference-service select the pods of several workloads (Deployment "
+                "inference/inference-blue, Deployment inference/inference-green); make them "
+                "select one",
+                urn(find(stack, "DestinationRule")),
+            )
+        ]
+
+    def test_a_subset_without_labels_is_shown_as_such(self):
+        """A subset with no labels selects every pod of its host's Service: both backends."""
+        stack = good_stack(20)
+        find(stack, "DestinationRule")["spec"]["subsets"][1]["labels"] = {}
         [message] = routes(stack)
-        assert "several workloads" in message
-        assert "inference-blue" in message and "inference-green" in message
+        assert message.startswith(
+            "DestinationRule inference/inference-dr subset 'ascend' labels (no labels) select "
+            "the pods of several workloads ("
+        )
+
+    def test_a_rule_for_a_host_outside_the_stack_selects_in_its_own_namespace(self):
+        """No Service of the stack behind the host: the subset's labels are matched against
+        the workloads of the rule's namespace, where exactly one (the Ascend one) carries them.
+        """
+        stack = good_stack(20)
+        rule = copy.deepcopy(find(stack, "DestinationRule"))
+        rule["metadata"]["name"] = "mirror-dr"
+        rule["spec"]["host"] = "mirror.example.com"
+        rule["spec"]["subsets"] = [rule["spec"]["subsets"][1]]
+        assert routes([*stack, rule]) == []
+        rule["metadata"]["namespace"] = "batch"
+        assert routes([*stack, rule]) == [
+            "DestinationRule batch/mirror-dr subset 'ascend' labels app=inference-service, "
+            "hardware=ascend select no pod of any workload in the stack: requests to it fail "
+            "with 503 UH no_healthy_upstream; make the labels match the pod template"
+        ]
 
     def test_pods_outside_the_host_service_are_not_selected(self):
         stack = good_stack(20)
