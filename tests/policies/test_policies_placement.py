@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from policies.placement import tolerates
+from policies.placement import requested_accelerators, tolerates
 from tests.support.policy_objects import (
     ASCEND_IMAGE,
     NVIDIA_IMAGE,
@@ -63,6 +63,31 @@ def test_zero_quantity_is_not_a_request():
     nvidia = deployment("nvidia", 1, NVIDIA_IMAGE)
     pod(nvidia)["containers"][0]["resources"]["limits"]["huawei.com/Ascend910"] = "0"
     assert placement(nvidia) == []
+
+
+@pytest.mark.parametrize(
+    ("quantity", "requested"),
+    [
+        (0, False),
+        (0.0, False),
+        ("0", False),
+        (1, True),
+        (0.5, True),
+        ("2", True),
+        ("abc", True),  # unreadable: counted as requested (fail closed)
+        (False, True),  # a flag is no quantity: unreadable too
+    ],
+)
+def test_what_counts_as_a_request(quantity, requested):
+    spec = {"containers": [{"resources": {"limits": {"huawei.com/Ascend910": quantity}}}]}
+    expected = {"huawei.com/Ascend910"} if requested else set()
+    assert requested_accelerators(spec, {"huawei.com/Ascend910": "ascend"}) == expected
+
+
+def test_a_request_without_a_limit_counts():
+    spec = {"containers": [{"resources": {"requests": {"nvidia.com/gpu": "1"}}}]}
+    pools = {"nvidia.com/gpu": "nvidia", "huawei.com/Ascend910": "ascend"}
+    assert requested_accelerators(spec, pools) == {"nvidia.com/gpu"}
 
 
 @pytest.mark.parametrize(
