@@ -38,9 +38,10 @@ def ascend_replicas(
     """Ascend pods for `weight` % of traffic: 1 at weight 0 (warm, for the precision check),
     else at least `MIN_SERVING_REPLICAS`.
 
-    Raises ValueError when weight is outside 0..100 or a factor is not positive.
+    Raises ValueError naming the argument when weight is outside 0..100, total_replicas is
+    below 1, or headroom or ascend_capacity_ratio is not above 0.
     """
-    _check(total_replicas, weight, headroom, ascend_capacity_ratio)
+    _check(total_replicas, weight, headroom=headroom, ascend_capacity_ratio=ascend_capacity_ratio)
     if weight == 0:
         return 1
     # round() first so that float noise (4 * 0.2 * 1.25 = 1.0000000000000002) cannot add a pod.
@@ -52,14 +53,20 @@ def nvidia_replicas(total_replicas: int, weight: int, retired_replicas: int) -> 
     """NVIDIA pods: all of `total_replicas` (at least `MIN_SERVING_REPLICAS`) until weight is
     100, then `retired_replicas` (NVIDIA takes no traffic there).
 
-    Raises ValueError when weight is outside 0..100.
+    Raises ValueError naming the argument when weight is outside 0..100 or total_replicas is
+    below 1.
     """
-    _check(total_replicas, weight, 1.0, 1.0)
+    _check(total_replicas, weight)
     return max(MIN_SERVING_REPLICAS, total_replicas) if weight < 100 else retired_replicas
 
 
-def _check(total_replicas: int, weight: int, headroom: float, ratio: float) -> None:
+def _check(total_replicas: int, weight: int, **factors: float) -> None:
+    """Raises ValueError naming the first argument out of range: `weight` outside 0..100,
+    `total_replicas` below 1, a factor (`headroom=`, `ascend_capacity_ratio=`) not above 0."""
     if not 0 <= weight <= 100:
         raise ValueError(f"weight {weight} is outside 0..100")
-    if total_replicas < 1 or headroom <= 0 or ratio <= 0:
-        raise ValueError("total_replicas, headroom and ascend_capacity_ratio must be positive")
+    if total_replicas < 1:
+        raise ValueError(f"total_replicas {total_replicas} is below 1")
+    for name, value in factors.items():
+        if value <= 0:
+            raise ValueError(f"{name} {value} is not above 0")

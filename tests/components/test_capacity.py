@@ -68,6 +68,43 @@ def test_weight_outside_range_is_refused(weight: int) -> None:
 
 
 @pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ((0, 20, 1.2, 1.0), "total_replicas 0 is below 1"),
+        ((4, 20, 0, 1.0), "headroom 0 is not above 0"),
+        ((4, 20, -1.2, 1.0), "headroom -1.2 is not above 0"),
+        ((4, 20, 1.2, 0), "ascend_capacity_ratio 0 is not above 0"),
+        ((4, 101, 0, 0), "weight 101 is outside 0..100"),  # the weight is named first
+    ],
+)
+def test_bad_arguments_are_refused_by_name(arguments, message):
+    with pytest.raises(ValueError) as refused:
+        ascend_replicas(*arguments)
+    assert str(refused.value) == message
+
+
+def test_nvidia_replicas_refuses_no_total_and_accepts_one():
+    with pytest.raises(ValueError) as refused:
+        nvidia_replicas(0, 20, 1)
+    assert str(refused.value) == "total_replicas 0 is below 1"
+    assert nvidia_replicas(1, 20, 1) == 2
+    assert ascend_replicas(1, 20, 0.1, 0.1) == 2
+
+
+@pytest.mark.parametrize(
+    ("total", "weight", "headroom", "ratio", "pods"),
+    [
+        (301, 1, 1.0, 1.0, 4),  # 3.01 pods: a started pod is a whole pod
+        (100, 100, 1.0, 1 - 1e-12, 100),  # noise below 1e-9 pods adds no pod
+        (4, 20, 1.25, 1.0, 2),  # 4 * 0.2 * 1.25 is 1.0000000000000002 in floats
+        (10, 50, 1.2, 0.5, 12),
+    ],
+)
+def test_ascend_replicas_round_up_whole_pods(total, weight, headroom, ratio, pods):
+    assert ascend_replicas(total, weight, headroom, ratio) == pods
+
+
+@pytest.mark.parametrize(
     ("weight", "expected"),
     [(0, {"nvidia": 100, "ascend": 0}), (20, {"nvidia": 80, "ascend": 20}),
      (100, {"nvidia": 0, "ascend": 100})],
