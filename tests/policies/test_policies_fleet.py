@@ -180,10 +180,16 @@ def test_the_same_fleet_with_room_to_go_back_passes() -> None:
         ([3] * 8, 3, 8, False),  # 24 = 24 in total, two pods of 3 per node: 6
         ([1] * 24, 3, 8, True),
         ([], 0, 8, True),
+        ([1, 1, 3, 3], 2, 4, True),  # largest first: 3+1 on each; smallest first strands a 3
     ],
 )
 def test_pack_places_each_pods_accelerators_on_one_node(pods, nodes, per_node, fits) -> None:
     assert (pack(pods, nodes, per_node) is not None) is fits
+
+
+def test_pack_returns_the_free_accelerators_per_node() -> None:
+    assert pack([1, 3, 2], 2, 4) == [0, 2]  # 3 then 1 on the first node, 2 on the second
+    assert pack([], 2, 4) == [4, 4]
 
 
 # --- over hand-built stacks: one rule broken at a time ---------------------------------------
