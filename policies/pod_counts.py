@@ -164,7 +164,7 @@ def _container_request(container: Mapping[str, Any], resources: set[str]) -> int
     section = mapping(container.get("resources"))
     requests, limits = mapping(section.get("requests")), mapping(section.get("limits"))
     total = 0
-    for name in resources:
+    for name in sorted(resources):  # sorted: the same resource named first on every run
         raw = requests.get(name, limits.get(name))
         if raw is None:
             continue

@@ -297,6 +297,23 @@ def test_accelerators_per_pod_counts_init_containers_and_sidecars():
         accelerators_per_pod({"containers": [c("half")]}, gpu)
 
 
+def test_a_pool_of_two_resource_kinds_sums_both_per_container():
+    """A container requesting a whole GPU and a MIG slice of the same pool takes both; one
+    requesting only the later-sorted kind still counts it."""
+    kinds = {"nvidia.com/gpu", "nvidia.com/mig-1g.10gb"}
+    both = {"resources": {"limits": {"nvidia.com/gpu": "1", "nvidia.com/mig-1g.10gb": "2"}}}
+    later_only = {"resources": {"limits": {"nvidia.com/mig-1g.10gb": "2"}}}
+    assert accelerators_per_pod({"containers": [both]}, kinds) == 3
+    assert accelerators_per_pod({"containers": [later_only]}, kinds) == 2
+
+
+def test_an_unreadable_request_names_the_container_or_a_question_mark():
+    bad = {"resources": {"requests": {"nvidia.com/gpu": "1.5"}}}
+    with pytest.raises(PodCountError) as unnamed:
+        accelerators_per_pod({"containers": [bad]}, {"nvidia.com/gpu"})
+    assert str(unnamed.value) == "container '?' requests nvidia.com/gpu: '1.5', not a whole number"
+
+
 @pytest.mark.parametrize(
     ("value", "count"), [(4, 4), (4.0, 4), ("4", 4), (" 2 ", 2), ("1k", None), (-1, None)]
 )
