@@ -292,6 +292,10 @@ def test_accelerators_per_pod_counts_init_containers_and_sidecars():
     assert accelerators_per_pod({"containers": [c(1)], "initContainers": [c(4)]}, gpu) == 4
     sidecar = c(1, restartPolicy="Always")
     assert accelerators_per_pod({"containers": [c(2)], "initContainers": [sidecar]}, gpu) == 3
+    two_sidecars = [sidecar, c(2, restartPolicy="Always")]  # both keep running: 1 + 2 + 2
+    assert accelerators_per_pod({"containers": [c(2)], "initContainers": two_sidecars}, gpu) == 5
+    after_sidecar = [sidecar, c(3)]  # the init container runs beside the sidecar: 1 + 3
+    assert accelerators_per_pod({"containers": [c(1)], "initContainers": after_sidecar}, gpu) == 4
     assert accelerators_per_pod({"containers": [{"name": "cpu-only"}]}, gpu) == 0
     with pytest.raises(PodCountError, match="'half', not a whole number"):
         accelerators_per_pod({"containers": [c("half")]}, gpu)
