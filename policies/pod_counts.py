@@ -125,9 +125,8 @@ def peak_pods(workload: Item, pool_nodes: int, template_changes: bool = True) ->
     if kind in ("Job", "CronJob"):
         keys = ("spec",) if kind == "Job" else ("spec", "jobTemplate", "spec")
         parallel = _field(props, 1, *keys, "parallelism")
-        completions = path(props, *keys, "completions")
-        if completions is not None:
-            parallel = min(parallel, _field(props, 0, *keys, "completions"))
+        # completions unset: the Job ends at the first success, `parallelism` pods run at once
+        parallel = min(parallel, _field(props, parallel, *keys, "completions"))
         return PodCount(parallel, f"parallelism {parallel}")
     if kind == "DaemonSet":
         strategy = mapping(path(props, "spec", "updateStrategy"))

@@ -271,6 +271,14 @@ class TestPoolCapacity:
             "3 nodes + maxSurge 2",
         ),
         ("DaemonSet", {"updateStrategy": {"type": "OnDelete"}}, 3, "3 nodes"),
+        (
+            "DaemonSet",  # OnDelete replaces no pod by itself: a stray maxSurge is not read
+            {"updateStrategy": {"type": "OnDelete", "rollingUpdate": {"maxSurge": 1}}},
+            3,
+            "3 nodes",
+        ),
+        ("Job", {"parallelism": 4}, 4, "parallelism 4"),  # no completions: 4 run at once
+        ("Job", {"parallelism": 4, "completions": 0}, 0, "parallelism 0"),
         ("Job", {"parallelism": 8, "completions": 2}, 2, "parallelism 2"),
         ("Job", {}, 1, "parallelism 1"),
         ("CronJob", {"parallelism": 3}, 3, "parallelism 3"),
