@@ -144,7 +144,7 @@ def peak_pods(workload: Item, pool_nodes: int, template_changes: bool = True) ->
     if kind != "Deployment":
         return PodCount(replicas, f"{replicas} replicas")
     strategy = mapping(path(props, "spec", "strategy"))
-    if (strategy.get("type") or "RollingUpdate") == "Recreate" or replicas == 0:
+    if strategy.get("type") == "Recreate" or replicas == 0:  # unset type is RollingUpdate
         return PodCount(replicas, f"{replicas} replicas")
     if not template_changes:
         return PodCount(replicas, f"{replicas} replicas, pod template unchanged: no surge")

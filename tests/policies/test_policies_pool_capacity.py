@@ -309,6 +309,16 @@ def test_accelerators_per_pod_counts_init_containers_and_sidecars():
         accelerators_per_pod({"containers": [c("half")]}, gpu)
 
 
+def test_an_unreadable_daemonset_surge_names_its_field():
+    agent = side_workload("DaemonSet", updateStrategy={"rollingUpdate": {"maxSurge": "lots"}})
+    with pytest.raises(PodCountError) as unreadable:
+        peak_pods(item(agent), pool_nodes=3)
+    assert str(unreadable.value) == (
+        "spec.updateStrategy.rollingUpdate.maxSurge is 'lots', neither a whole number nor a "
+        "percentage"
+    )
+
+
 def test_a_pool_of_two_resource_kinds_sums_both_per_container():
     """A container requesting a whole GPU and a MIG slice of the same pool takes both; one
     requesting only the later-sorted kind still counts it."""
