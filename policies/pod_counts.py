@@ -149,11 +149,11 @@ def peak_pods(workload: Item, pool_nodes: int, template_changes: bool = True) ->
     if not template_changes:
         return PodCount(replicas, f"{replicas} replicas, pod template unchanged: no surge")
     raw = path(strategy, "rollingUpdate", "maxSurge")
+    given = DEFAULT_DEPLOYMENT_SURGE if raw is None else raw
+    extra = surge(given, replicas, "spec.strategy.rollingUpdate.maxSurge")
     if raw is None:
-        extra = surge(DEFAULT_DEPLOYMENT_SURGE, replicas, "")
         shown = f"{extra} (default {DEFAULT_DEPLOYMENT_SURGE})"
     else:
-        extra = surge(raw, replicas, "spec.strategy.rollingUpdate.maxSurge")
         shown = f"{raw} = {extra}" if isinstance(raw, str) else str(extra)
     return PodCount(replicas + extra, f"{replicas} replicas + maxSurge {shown}")
 
