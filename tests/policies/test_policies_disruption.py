@@ -22,6 +22,7 @@ from tests.support.policy_objects import (
     good_stack,
     route_object,
     stack_args,
+    stack_reports,
     stack_violations,
     with_pins,
     with_route,
@@ -326,3 +327,27 @@ def test_unreadable_replicas_of_one_backend_hide_nothing_of_the_other() -> None:
     find_hand_built(stack, "Deployment", "nvidia")["spec"]["replicas"] = "many"
     (message,) = stack_violations(POLICY, stack)
     assert message.startswith("Deployment inference/inference-green takes traffic")
+
+
+def test_each_refusal_is_reported_on_its_workload_and_one_pod_hides_no_other() -> None:
+    """NVIDIA serves 80% with one pod and Ascend 20% without a budget: both are refused, each
+    on its own Deployment, the one-pod refusal first (route order) and not the last judged."""
+    stack = [o for o in good_stack(20, 2) if o["metadata"]["name"] != "inference-green-pdb"]
+    find_hand_built(stack, "Deployment", "nvidia")["spec"]["replicas"] = 1
+    assert stack_reports(POLICY, stack) == [
+        (
+            "Deployment inference/inference-blue takes traffic (VirtualService "
+            "inference/inference-vs route 'split' sends it 80%) with 1 replica: a node drain "
+            "evicts it and the subset has no ready pod (503) until a new one has loaded its "
+            "model; run at least 2 replicas while it serves",
+            "urn:pulumi:test::dualstack-inference::kubernetes:apps/v1:Deployment::inference-blue",
+        ),
+        (
+            "Deployment inference/inference-green takes traffic (VirtualService "
+            "inference/inference-vs route 'split' sends it 20%) but no PodDisruptionBudget (with "
+            "matchLabels) selects its pods: a node drain may evict every pod at once and leave "
+            "the subset without a ready pod (503); add a PodDisruptionBudget selecting its pods "
+            "with maxUnavailable: 1 (or minAvailable: 1)",
+            "urn:pulumi:test::dualstack-inference::kubernetes:apps/v1:Deployment::inference-green",
+        ),
+    ]
