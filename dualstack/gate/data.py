@@ -79,10 +79,6 @@ def single(samples: Sequence[Sample], reduce: str) -> float | None:
     return max(values) if reduce == "max" else min(values)
 
 
-def _single(client: PrometheusClient, promql: str, at: float, reduce: str) -> float | None:
-    return single(client.query(promql, at), reduce)
-
-
 def judge_data(
     newest: Sequence[Sample],
     coverage: Sequence[Sample],
@@ -161,10 +157,3 @@ def weight_range(low: Sequence[Sample], high: Sequence[Sample]) -> tuple[int, in
         return None
     return round(low_value * 100), round(high_value * 100)
 
-
-def recorded_weight(
-    client: PrometheusClient, namespace: Scope, window_seconds: int, at: float
-) -> tuple[int, int] | None:
-    """`weight_range` with both queries asked of `client` now."""
-    low, high = weight_queries(namespace, window_seconds)
-    return weight_range(client.query(low, at), client.query(high, at))
