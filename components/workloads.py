@@ -44,8 +44,14 @@ DRIVER_VOLUME = "accelerator-driver"
 
 def replicas_for(settings: Settings, hardware: Hardware) -> int:
     """Pods of one backend at the stack's weight (formula in `components.capacity`). Ascend is
-    sized for its load: the weight, or at weight 0 the mirrored share (`mirrorPercent`)."""
+    sized for its load: the weight, or at weight 0 the mirrored share (`mirrorPercent`).
+
+    Raises ValueError for a `hardware` other than "nvidia" or "ascend" (never a silent
+    NVIDIA count).
+    """
     capacity = settings.capacity
+    if hardware not in ("nvidia", "ascend"):
+        raise ValueError(f"hardware {hardware!r} is not nvidia or ascend")
     if hardware == "ascend":
         return ascend_replicas(
             capacity.total_replicas,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Mapping
 
 from components import resource_names as names
 from components.http_route import backend_ref
@@ -73,23 +74,22 @@ def prometheus_rule_urn(stack: str, member: str | None = None) -> str:
     return urn(stack, types, names.child(monitoring, names.RULES))
 
 
-def _as_fleet(settings: Fleet | Settings) -> Fleet:
-    if isinstance(settings, Fleet):
-        return settings
-    return Fleet({settings.name: settings}, declared=settings.member is not None)
+def _members(settings: Fleet | Settings) -> Mapping[str, Settings]:
+    """A fleet's members by name, or one service's settings as the only member."""
+    return settings.members if isinstance(settings, Fleet) else {settings.name: settings}
 
 
 def moved_services(before: Fleet | Settings, after: Fleet | Settings) -> list[str]:
     """The services whose weight differs between `before` and `after` (a service new in
     `after` counts as moved); every service when none moved (a rollback that re-applies the
     split as it is)."""
-    old, new = _as_fleet(before), _as_fleet(after)
+    old, new = _members(before), _members(after)
     moved = [
         name
-        for name, settings in new.members.items()
-        if name not in old.members or old.members[name].ascend_weight != settings.ascend_weight
+        for name, settings in new.items()
+        if name not in old or old[name].ascend_weight != settings.ascend_weight
     ]
-    return moved or new.names
+    return moved or list(new)
 
 
 def weight_targets(before: Fleet | Settings, after: Fleet | Settings, stack: str) -> list[str]:
@@ -105,12 +105,12 @@ def weight_targets(before: Fleet | Settings, after: Fleet | Settings, stack: str
     weight stays is not targeted: a targeted `up` of it would roll out whatever of it is
     merged but not deployed.
     """
-    old, new = _as_fleet(before), _as_fleet(after)
-    services = [new.members[name] for name in moved_services(old, new)]
+    old, new = _members(before), _members(after)
+    services = [new[name] for name in moved_services(before, after)]
     grow = [
         deployment_urn(stack, "nvidia", s.member)
         for s in services
-        if replicas_for(s, "nvidia") > replicas_for(old.members.get(s.name, s), "nvidia")
+        if _nvidia_grows(old.get(s.name, s), s)
     ]
     traffic = [target for s in services for target in traffic_urns(s, stack)]
     rules = [prometheus_rule_urn(stack, s.member) for s in services if s.monitoring.enabled]
@@ -189,14 +189,14 @@ def scale_command(settings: Settings, hardware: Hardware) -> str:
 def instructions(before: Fleet | Settings, after: Fleet | Settings, stack: str) -> list[str]:
     """The rollback SOP as lines: targeted apply, landing the change, break-glass caveat (one
     `kubectl patch` per moved service of a fleet, after scaling up each NVIDIA that grows)."""
-    old, new = _as_fleet(before), _as_fleet(after)
-    moved = [new.members[name] for name in moved_services(old, new)]
-    grows = [s for s in moved if _nvidia_grows(old.members.get(s.name, s), s)]
+    old, new = _members(before), _members(after)
+    moved = [new[name] for name in moved_services(before, after)]
+    grows = [s for s in moved if _nvidia_grows(old.get(s.name, s), s)]
     lines = [
         "Fastest safe path (applies only the traffic split"
         + (", after scaling NVIDIA back up" if grows else "")
         + "):",
-        f"  {targeted_up(old, new, stack)}",
+        f"  {targeted_up(before, after, stack)}",
         "Then land this change in git (commit, PR, merge) and let the next full `pulumi up` "
         "resize the rest.",
         "Break-glass without Pulumi (acts at once, but the next `pulumi up` overwrites it "
@@ -213,10 +213,11 @@ def instructions(before: Fleet | Settings, after: Fleet | Settings, stack: str) 
 def break_glass_lines(before: Fleet | Settings, after: Fleet | Settings, stack: str) -> list[str]:
     """The break-glass `kubectl patch` lines of `instructions` (one per traffic object of each
     moved service)."""
-    new = _as_fleet(after)
-    moved = [new.members[name] for name in moved_services(before, after)]
+    new = _members(after)
+    moved = [new[name] for name in moved_services(before, after)]
     return [f"  {patch}" for settings in moved for patch in break_glass_patches(settings)]
 
 
 def _nvidia_grows(before: Settings, after: Settings) -> bool:
+    """True when `after` needs more NVIDIA pods than `before` (capacity first)."""
     return replicas_for(after, "nvidia") > replicas_for(before, "nvidia")

@@ -7,7 +7,10 @@ import math
 import pytest
 
 from components.capacity import ascend_replicas, nvidia_replicas
+from components.settings import load_settings
 from components.traffic import route_weights
+from components.workloads import replicas_for
+from tests.conftest import cfg
 
 LADDER = (0, 5, 20, 50, 80, 100)
 
@@ -123,3 +126,13 @@ def test_route_weights_refuse_what_is_not_a_weight(weight, message):
     with pytest.raises(ValueError) as caught:
         route_weights(weight)
     assert str(caught.value) == message
+
+
+@pytest.mark.parametrize("hardware", ["NVIDIA", "gpu", "", None])
+def test_replicas_for_refuses_a_hardware_it_does_not_know(hardware) -> None:
+    """A misspelt backend is an error, never NVIDIA's pod count by default."""
+    settings = load_settings(cfg(ascendWeight="20"))
+    assert (replicas_for(settings, "nvidia"), replicas_for(settings, "ascend")) == (4, 2)
+    with pytest.raises(ValueError) as refused:
+        replicas_for(settings, hardware)
+    assert str(refused.value) == f"hardware {hardware!r} is not nvidia or ascend"
