@@ -4,6 +4,7 @@ against published values, and the verdict against local servers that know the an
 from __future__ import annotations
 
 import re
+from statistics import NormalDist
 
 import pytest
 
@@ -264,3 +265,136 @@ def test_the_report_section_of_80_items():
         "difference95": [-16.79, 1.88],
         "table": {"both": 50, "nvidiaOnly": 10, "ascendOnly": 4, "neither": 16},
     }
+
+
+# --- each branch of the paired interval, against a reference written out independently -----
+
+Z95 = 1.959963984540054
+"""The two-sided 95 % normal quantile (tables: 1.95996)."""
+
+
+def reference_wilson(successes: int, n: int, z: float) -> tuple[float, float]:
+    """Newcombe (1998), Stat Med 17:857, method 3, in its closed form:
+    (2np + z^2 -/+ z sqrt(z^2 + 4npq)) / (2 (n + z^2))."""
+    p = successes / n
+    root = z * (z * z + 4 * n * p * (1 - p)) ** 0.5
+    denominator = 2 * (n + z * z)
+    return (2 * n * p + z * z - root) / denominator, (2 * n * p + z * z + root) / denominator
+
+
+def reference_newcombe(n11: int, n12: int, n21: int, n22: int, z: float = Z95):
+    """Newcombe (1998), Stat Med 17:2635, method 10, in Fagerland, Lydersen and Laake (2017)
+    ch. 8 notation: n11 both right, n12 only the first right, n21 only the second right,
+    n22 neither; p1 = n1+/n, p2 = n+1/n. The continuity-corrected phi: 0 when a margin is 0;
+    (n11 n22 - n12 n21 - n/2)/sqrt(margins) when n11 n22 > n12 n21 + n/2; 0 when
+    n12 n21 <= n11 n22 <= n12 n21 + n/2; else (n11 n22 - n12 n21)/sqrt(margins). No clipping:
+    use it where the interval lies inside -1..1."""
+    n = n11 + n12 + n21 + n22
+    row1, row2, col1, col2 = n11 + n12, n21 + n22, n11 + n21, n12 + n22
+    p1, p2 = row1 / n, col1 / n
+    l1, u1 = reference_wilson(row1, n, z)
+    l2, u2 = reference_wilson(col1, n, z)
+    if row1 * row2 * col1 * col2 == 0:
+        phi = 0.0
+    elif n11 * n22 > n12 * n21 + n / 2:
+        phi = (n11 * n22 - n12 * n21 - n / 2) / (row1 * row2 * col1 * col2) ** 0.5
+    elif n12 * n21 <= n11 * n22:
+        phi = 0.0
+    else:
+        phi = (n11 * n22 - n12 * n21) / (row1 * row2 * col1 * col2) ** 0.5
+    delta = ((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2) ** 0.5
+    epsilon = ((u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2) ** 0.5
+    return p1 - p2 - delta, p1 - p2 + epsilon
+
+
+def ours(n11: int, n12: int, n21: int, n22: int, z: float = Z95) -> tuple[float, float]:
+    """paired_difference on the same table: its `a` both, `b` only the second, `c` only the
+    first right."""
+    return paired_difference(a=n11, b=n21, c=n12, d=n22, z=z)
+
+
+def test_the_reference_reproduces_the_published_paired_interval():
+    """The reference itself against Fagerland et al. (2017) ch. 8 (Cavo et al. 2012)."""
+    low, high = reference_newcombe(59, 6, 16, 80)
+    assert (round(low, 4), round(high, 4)) == (-0.1186, -0.0046)
+
+
+def test_a_positive_association_above_n_over_2_is_reduced_by_n_over_2():
+    """n11 n22 - n12 n21 = 2 on 3 items (between n/2 and 2n): phi = (2 - 1.5)/sqrt(1*2*1*2)
+    = 0.25, so the interval is narrower than with no correlation."""
+    assert ours(1, 0, 0, 2) == pytest.approx(reference_newcombe(1, 0, 0, 2), abs=1e-9)
+    assert ours(1, 0, 0, 2) == pytest.approx((-0.4714, 0.4714), abs=1e-4)
+    assert ours(3, 1, 1, 5) == pytest.approx(reference_newcombe(3, 1, 1, 5), abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    "table",
+    [(1, 1, 0, 1), (1, 2, 0, 2), (1, 0, 1, 2), (2, 1, 1, 2)],
+    ids=["1-of-1.5", "2-of-2.5", "2-of-2", "3-of-3"],
+)
+def test_a_positive_association_up_to_n_over_2_counts_as_no_correlation(table):
+    """0 < n11 n22 - n12 n21 <= n/2: phi is 0 (the correction takes it all), not negative."""
+    assert ours(*table) == pytest.approx(reference_newcombe(*table), abs=1e-9)
+
+
+def test_one_right_answer_each_on_two_items_has_phi_minus_1_and_no_correction():
+    """The table 0, 1 / 1, 0: perfect negative association, phi = -1 (not reduced by n/2),
+    so each half-width is the sum of the two Wilson half-widths of 1/2:
+    z/(1 + z^2/2) sqrt(1/8 + z^2/16) = 0.40547 each."""
+    half = Z95 / (1 + Z95**2 / 2) * (1 / 8 + Z95**2 / 16) ** 0.5
+    assert half == pytest.approx(0.40547, abs=1e-5)
+    assert ours(0, 1, 1, 0) == pytest.approx((-2 * half, 2 * half), abs=1e-9)
+    assert Accuracy(0, 1, 1, 0, tolerance=5.0).verdict == "inconclusive"
+
+
+@pytest.mark.parametrize("table", [(2, 4, 5, 1), (10, 12, 9, 3), (0, 3, 2, 1)])
+def test_a_negative_association_is_used_as_is(table):
+    assert ours(*table) == pytest.approx(reference_newcombe(*table), abs=1e-9)
+
+
+def test_the_requested_z_sets_both_wilson_intervals():
+    """99 %: z = 2.5758 for both proportions, against the reference; z = 0 shrinks both
+    Wilson intervals to their point, so the interval is the point difference -10/161."""
+    z99 = NormalDist().inv_cdf(0.995)
+    expected = reference_newcombe(59, 6, 16, 80, z=z99)
+    assert ours(59, 6, 16, 80, z=z99) == pytest.approx(expected, abs=1e-9)
+    assert paired_difference(a=59, b=16, c=6, d=80, z=0.0) == pytest.approx(
+        (-10 / 161, -10 / 161), abs=1e-12
+    )
+
+
+def test_an_all_or_nothing_table_stays_within_minus_and_plus_100_points():
+    """NVIDIA right on all 13 items and Ascend on none: the difference is -1 and its interval
+    [-1, -1 + sqrt(2) z^2/(13 + z^2)] (phi = 0, a margin is 0; the Wilson limits of 0/13 and
+    13/13 are 0, z^2/(n + z^2) and n/(n + z^2), 1). The lower end is -1 exactly, though the
+    floating-point sum falls a hair below it."""
+    width = 2**0.5 * Z95**2 / (13 + Z95**2)
+    low, high = paired_difference(a=0, b=13, c=0, d=0)
+    assert low == -1.0 and high == pytest.approx(-1 + width, abs=1e-9)
+    low, high = paired_difference(a=0, b=0, c=13, d=0)
+    assert high == 1.0 and low == pytest.approx(1 - width, abs=1e-9)
+    worse = Accuracy(both=0, nvidia_only=13, ascend_only=0, neither=0, tolerance=5.0)
+    assert worse.difference_interval[0] >= -100.0 and worse.verdict == "fail"
+
+
+@pytest.mark.parametrize("n", [1, 9, 26, 30, 100])
+def test_the_wilson_interval_of_all_right_ends_at_exactly_1(n):
+    """x = n: the limits are n/(n + z^2) and 1 (9/9 and 26/26 sum to a hair above 1)."""
+    assert wilson(n, n) == (pytest.approx(n / (n + Z95**2), abs=1e-12), 1.0)
+    assert wilson(n, n)[1] <= 1.0
+
+
+@pytest.mark.parametrize("text", ["", "\n", "  \n\t\n "])
+def test_an_empty_or_blank_answer_normalises_to_nothing(text):
+    assert normalise(text) == ""
+    assert not is_correct(text, ["xxxx"])
+
+
+def test_the_report_section_rounds_rates_and_the_difference_to_hundredths():
+    """2 of 3 right on NVIDIA, 1 of 3 on Ascend: 66.666... % and 33.333... %, 33.333...
+    points lower, reported as 66.67, 33.33 and -33.33."""
+    section = Accuracy(both=1, nvidia_only=1, ascend_only=0, neither=1, tolerance=5.0).to_json()
+    assert section["backends"]["nvidia"]["accuracy"] == 66.67
+    assert section["backends"]["ascend"]["accuracy"] == 33.33
+    assert section["differencePoints"] == -33.33
+    assert section["verdict"] == "inconclusive"
