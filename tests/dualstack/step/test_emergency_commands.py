@@ -15,6 +15,7 @@ from dualstack.step.emergency import (
     weight_targets,
 )
 from tests.conftest import PROJECT, cfg, fleet_config
+from tests.dualstack.step.test_emergency import BREAK_GLASS, LAND
 
 FLEET = "urn:pulumi:fleet::dualstack-inference::dualstack:index:DualStackInference"
 PROD = "urn:pulumi:prod::dualstack-inference::dualstack:index:DualStackInference"
@@ -36,14 +37,6 @@ RERANKER_RULES = f"{FLEET}{RULES}inference-reranker-monitoring-rules"
 FAST = "Fastest safe path (applies only the traffic split):"
 FAST_AFTER_SCALING = (
     "Fastest safe path (applies only the traffic split, after scaling NVIDIA back up):"
-)
-LAND = (
-    "Then land this change in git (commit, PR, merge) and let the next full `pulumi up` "
-    "resize the rest."
-)
-BREAK_GLASS = (
-    "Break-glass without Pulumi (acts at once, but the next `pulumi up` overwrites it "
-    "unless this commit lands):"
 )
 
 # The split is the third route/rule (index 2): after the two tester pins. NVIDIA 100, Ascend 0.
