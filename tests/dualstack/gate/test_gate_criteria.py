@@ -181,7 +181,7 @@ YEARS = "expected a time after 1970 and before the year 10000"
         ("1970-01-01T00:00:00Z", f"--at '1970-01-01T00:00:00Z': {YEARS}"),
         ("1969-12-31T23:59:59Z", f"--at '1969-12-31T23:59:59Z': {YEARS}"),
         ("9999-12-31T23:59:59-00:01", f"--at '9999-12-31T23:59:59-00:01': {YEARS}"),
-        # Before 0001-01-01 in UTC: datetime cannot even compute it.
+        # Timezone offsets count: 00:00 at +01:00 on 0001-01-01 is still in year 0 UTC.
         ("0001-01-01T00:00:00+01:00", f"--at '0001-01-01T00:00:00+01:00': {YEARS}"),
     ],
 )
@@ -375,6 +375,9 @@ def test_error_ratio_passes_at_exactly_nvidia_plus_the_margin():
 def test_error_ratio_margin_edge_survives_float_rounding():
     # 0.7 + 0.1 is 0.7999999999999999 in floating point: 80% is still within the margin.
     assert error_ratio_criterion(Reading(0.8), Reading(0.7), 0.1).status == "PASS"
+    # The allowance for float noise is 1e-12 (inclusive): 1.0000000001 pp over still passes.
+    assert error_ratio_criterion(Reading(0.010000000001), Reading(0.0), 0.01).status == "PASS"
+    assert error_ratio_criterion(Reading(0.010000000002), Reading(0.0), 0.01).status == "FAIL"
 
 
 def test_error_ratio_fails_just_over_the_margin_with_the_excess():
@@ -473,6 +476,9 @@ def test_latency_factor_edge_survives_float_rounding():
     # 0.7 x 1.5 is 1.0499999999999998 in floating point: 1.05 s is still within the factor.
     assert latency_criterion(Reading(1.05), Reading(0.7), 1.5, None).status == "PASS"
     assert latency_criterion(Reading(1.050001), Reading(0.7), 1.5, None).status == "FAIL"
+    # The allowance for float noise is 1e-12 s (inclusive).
+    assert latency_criterion(Reading(2.000000000001), Reading(1.0), 2.0, None).status == "PASS"
+    assert latency_criterion(Reading(2.000000000002), Reading(1.0), 2.0, None).status == "FAIL"
 
 
 def test_latency_over_the_factor_fails_with_the_ratio():
@@ -805,6 +811,20 @@ def test_evaluate_sums_requests_over_series_but_takes_the_worst_ratio_and_p99():
     ]
 
 
+def test_evaluate_passes_a_p99_under_the_absolute_slo_whatever_the_factor():
+    settings = stack(slo={"p99Factor": 1.05, "p99SloSeconds": 1.2})
+    criterion = evaluate(settings, "prod", client_for(settings), "30m", AT).criteria[2]
+    assert criterion == latency_line(
+        "PASS",
+        "1.100 s",
+        "1.000 s",
+        "<= 1.05 x NVIDIA or <= 1.200 s SLO",
+        "under the absolute p99 objective of 1.200 s",
+        1.1,
+        1.0,
+    )
+
+
 def test_evaluate_takes_the_lowest_pushed_precision_result():
     settings = stack()
     report = evaluate(settings, "prod", client_for(settings, pushed=(1.0, 0.0)), "30m", AT)
@@ -845,8 +865,9 @@ def test_evaluate_a_sparse_series_is_no_data():
 def test_evaluate_judges_freshness_and_coverage_by_the_given_bounds():
     settings = stack()
     bounds = DataBounds(max_staleness_s=60, min_coverage=0.5)
-    client = client_for(settings, newest_req_nvidia=samples(AT - 120), coverage_p99_nvidia=[])
-    client.answers[gate_queries(settings, 1800, 60)[("coverage", P99, "nvidia")]] = samples(15)
+    client = client_for(
+        settings, newest_req_nvidia=samples(AT - 120), coverage_p99_nvidia=samples(15)
+    )
     report = evaluate(settings, "prod", client, "30m", AT, bounds)
     assert report.bounds == bounds
     assert report.criteria[0].detail == (
