@@ -156,4 +156,3 @@ def weight_range(low: Sequence[Sample], high: Sequence[Sample]) -> tuple[int, in
     if low_value is None or high_value is None or not 0 <= low_value <= high_value <= 1:
         return None
     return round(low_value * 100), round(high_value * 100)
-
