@@ -265,19 +265,19 @@ def test_read_asks_the_query_at_the_time_and_reduces_by_max_by_default():
 # --- requests_criterion -------------------------------------------------------------------
 
 
-def requests_line(status, ascend, nvidia, threshold, detail, a_value, n_value):
-    return Criterion(
-        "requests",
-        "Requests in window",
-        status,
-        ascend,
-        nvidia,
-        threshold,
-        detail,
-        True,
-        a_value,
-        n_value,
-    )
+def traffic_line(key, title):
+    """The expected line of one traffic criterion: (status, ascend, nvidia, threshold,
+    detail, ascend value, nvidia value) -> a required Criterion titled `title`."""
+
+    def line(status, ascend, nvidia, threshold, detail, a_value, n_value):
+        return Criterion(
+            key, title, status, ascend, nvidia, threshold, detail, True, a_value, n_value
+        )
+
+    return line
+
+
+requests_line = traffic_line("requests", "Requests in window")
 
 
 def test_requests_pass_at_exactly_the_minimum():
@@ -345,19 +345,7 @@ def test_requests_negative_count_is_no_data():
 # --- error_ratio_criterion ----------------------------------------------------------------
 
 
-def error_line(status, ascend, nvidia, threshold, detail, a_value, n_value):
-    return Criterion(
-        "error-ratio",
-        "5xx error ratio",
-        status,
-        ascend,
-        nvidia,
-        threshold,
-        detail,
-        True,
-        a_value,
-        n_value,
-    )
+error_line = traffic_line("error-ratio", "5xx error ratio")
 
 
 def test_error_ratio_passes_at_exactly_nvidia_plus_the_margin():
@@ -451,19 +439,7 @@ def test_error_ratio_without_a_value_is_no_data_with_each_reason():
 # --- latency_criterion --------------------------------------------------------------------
 
 
-def latency_line(status, ascend, nvidia, threshold, detail, a_value, n_value):
-    return Criterion(
-        "p99-latency",
-        "p99 latency",
-        status,
-        ascend,
-        nvidia,
-        threshold,
-        detail,
-        True,
-        a_value,
-        n_value,
-    )
+latency_line = traffic_line("p99-latency", "p99 latency")
 
 
 def test_latency_passes_at_exactly_the_factor():
