@@ -184,10 +184,7 @@ def parse_time(text: str) -> float:
             f"--at {shown}: expected unix seconds or RFC 3339 with a zone, e.g. "
             "2024-05-01T12:00:00Z"
         ) from None
-    try:
-        value = moment.timestamp()
-    except (OverflowError, ValueError):
-        value = -1.0
+    value = moment.timestamp()
     if not 0 < value <= MAX_UNIX_TIME:
         raise ValueError(f"--at {shown}: expected a time after 1970 and before the year 10000")
     return value
