@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 HELD = "components/traffic.py"  # in HELD; route_weights is its SCOPE
-OTHER = "dualstack/gate/criteria.py"  # listed, not held (pick another when it joins HELD)
+OTHER = "policies/new_rule.py"  # a module just listed, not held yet (no file needed here)
 
 
 def project(tmp_path: Path, results: dict[str, dict[str, int | None]], equivalent: str = ""):
@@ -42,7 +42,7 @@ def report(root: Path, *args: str) -> tuple[int, list[str]]:
 
 
 WEIGHTS = "components.traffic.x_route_weights__mutmut_"
-CAPACITY = "dualstack.gate.criteria.x_bounds__mutmut_"
+CAPACITY = "policies.new_rule.x_bounds__mutmut_"
 
 
 def test_rates_count_kills_and_timeouts_and_leave_out_equivalents_and_unscoped(tmp_path):
@@ -105,7 +105,7 @@ def test_only_restricts_the_count_to_a_scoped_run(tmp_path):
         tmp_path,
         {
             HELD: {f"{WEIGHTS}1": 1},
-            OTHER: {f"{CAPACITY}1": 1, "dualstack.gate.criteria.x_other__mutmut_1": 0},
+            OTHER: {f"{CAPACITY}1": 1, "policies.new_rule.x_other__mutmut_1": 0},
         },
     )
     status, lines = report(root, f"--only={CAPACITY}*")
