@@ -21,7 +21,7 @@ from components.settings import PROJECT
 from dualstack.offline.mocks import RecordingMocks, Registered
 from dualstack.offline.render import objects_of, run_program
 from dualstack.repo.stackfile import read_config
-from tests.support import committed_stacks
+from tests.support import committed_stacks, mutant_order
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -38,6 +38,13 @@ def pytest_configure(config: pytest.Config) -> None:
         "reads_committed_stacks: reads the committed stack files for their structure only "
         "(passes at any rung); lifts the guard of tests/support/committed_stacks.py",
     )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under mutmut only: cheap tests first, so `-x` stops at the first kill
+    (tests/support/mutant_order.py)."""
+    if mutant_order.under_mutmut():
+        mutant_order.order(items, mutant_order.recorded_durations(Path(mutant_order.STATS)))
 
 
 @pytest.fixture(autouse=True)
