@@ -40,6 +40,10 @@ Duration = Annotated[str, Field(pattern=r"^([0-9]+(ms|s|m|h|d|w|y))+$")]
 
 MAX_BAKE_SECONDS = 30 * 86400
 """The longest bake time: 30 days, within a typical Prometheus retention."""
+MIN_BAKE_SECONDS = 5 * 60
+"""The shortest bake time but `0s`: 5 minutes. The gate reads the bake window in 60 s steps
+(`dualstack.gate.data.STEP_SECONDS`); a shorter window holds too few samples of the recorded
+weight to prove the rung held, and under one step its request query has no range at all."""
 _DURATION_PART = re.compile(r"(\d+)(ms|s|m|h|d|w|y)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
 
@@ -153,10 +157,13 @@ def mirror_problem(mirror_percent: int, ascend_weight: int | None) -> str | None
 
 
 def _bake_bounded(bake_time: str) -> str:
-    if duration_seconds(bake_time) > MAX_BAKE_SECONDS:
+    seconds = duration_seconds(bake_time)
+    if seconds > MAX_BAKE_SECONDS:
         raise ValueError("must be at most 30d (Prometheus must still hold the whole bake window)")
+    if 0 < seconds < MIN_BAKE_SECONDS:
+        raise ValueError("must be 0s (no bake) or at least 5m (the gate reads it in 60s steps)")
     return bake_time
 
 
 BakeTime = Annotated[Duration, AfterValidator(_bake_bounded)]
-"""`bakeTime`: a Prometheus duration of at most 30 days; `0s` asks for no bake."""
+"""`bakeTime`: `0s` (no bake), or a Prometheus duration from 5 minutes to 30 days."""

@@ -4,8 +4,9 @@ Proved from Prometheus, never from a clock or a date in the pull request: the re
 (ASCEND_WEIGHT, and ASCEND_MIRROR when the rules record it) must have held the rung the step
 starts from over the whole bake window `[at - bakeTime, at]`:
 
-- `held since`: the later of the first sample in the window, and one step after the last
-  sample at another value (`max_over_time(timestamp(abs(S - w) > 0.0005)[B:step])`); the rung
+- `held since`: the later of the first sample in the window, and one evaluation interval (at
+  least one 60 s step) after the last sample at another value, when the next sample was
+  recorded (`max_over_time(timestamp(abs(S - w) > 0.0005)[B:step])`); the rung
   is baked when it held for at least `bakeTime` (a window that started too recently FAILs);
 - the series is fresh at the window end and covers it (`dualstack.gate.data`: a gap could
   hide a change): else NO_DATA;
@@ -47,10 +48,21 @@ def _one(client: PrometheusClient, promql: str, at: float, reduce=max) -> float 
 
 
 def held_since(
-    client: PrometheusClient, metric: str, scope: Scope, percent: int, at: float, span: int
+    client: PrometheusClient,
+    metric: str,
+    scope: Scope,
+    percent: int,
+    at: float,
+    span: int,
+    interval: int,
 ) -> tuple[float | None, bool]:
     """(since when the recorded `metric` holds `percent` within the last `span` seconds, and
-    whether it held the whole span). (None, False) when nothing was recorded in the span."""
+    whether it held the whole span). (None, False) when nothing was recorded in the span.
+
+    `interval` is the seconds between two recorded samples (the rules' evaluation interval,
+    at least one 60 s step): after the last sample at another value, the rung holds from the
+    next sample on. With rules every 3m, a change 12m ago holds for 9m, not 11m.
+    """
     s = selector(metric, scope_of(scope))
     ratio = number(percent / 100)
     first = _one(client, f"min_over_time(timestamp({s})[{span}s:{STEP_SECONDS}s])", at, min)
@@ -59,7 +71,7 @@ def held_since(
     other = f"max_over_time(timestamp(abs({s} - {ratio}) > {_SAME})[{span}s:{STEP_SECONDS}s])"
     last_other = _one(client, other, at)
     if last_other is not None:
-        return last_other + STEP_SECONDS, False
+        return last_other + interval, False
     return first, first <= at - span + STEP_SECONDS
 
 
@@ -116,10 +128,11 @@ def _judge(
     bounds: DataBounds,
 ) -> tuple[Status, str, str]:
     ns, bake = scope_labels(settings), settings.bake_time
-    since, whole = held_since(client, ASCEND_WEIGHT, ns, weight, at, span)
+    slot = max(STEP_SECONDS, int(parse_duration(settings.monitoring.evaluation_interval)))
+    since, whole = held_since(client, ASCEND_WEIGHT, ns, weight, at, span, slot)
     if since is None:
         return "NO_DATA", f"no recorded weight in the {bake} bake window", ""
-    mirror_since, mirror_whole = held_since(client, ASCEND_MIRROR, ns, mirror, at, span)
+    mirror_since, mirror_whole = held_since(client, ASCEND_MIRROR, ns, mirror, at, span, slot)
     if mirror_since is None and mirror:
         return "NO_DATA", f"no recorded mirror in the {bake} bake window", ""
     if mirror_since is not None:
@@ -135,7 +148,6 @@ def _judge(
             f"time is {bake}: {left} left",
             held_text,
         )
-    slot = max(STEP_SECONDS, int(parse_duration(settings.monitoring.evaluation_interval)))
     weight_series = selector(ASCEND_WEIGHT, ns)
     problem = data_problem(client, weight_series, at, span, slot, bounds)
     if problem is not None:

@@ -344,6 +344,16 @@ def test_each_router_registers_its_route_object_under_the_traffic_component(run_
             "hold the whole bake window)",
         ),
         (
+            {"bakeTime": "4m59s"},
+            "dualstack-inference:bakeTime = '4m59s': must be 0s (no bake) or at least 5m (the "
+            "gate reads it in 60s steps)",
+        ),
+        (
+            {"bakeTime": "500ms"},
+            "dualstack-inference:bakeTime = '500ms': must be 0s (no bake) or at least 5m (the "
+            "gate reads it in 60s steps)",
+        ),
+        (
             {"mirrorPercent": "101", "ascendWeight": "0"},
             "dualstack-inference:mirrorPercent = '101': Input should be less than or equal to 100",
         ),
@@ -354,6 +364,11 @@ def test_bad_routing_settings_are_one_line_naming_the_key(keys, message):
     with pytest.raises(SettingsError) as caught:
         load_settings(config)
     assert str(caught.value) == message
+
+
+@pytest.mark.parametrize("bake", ["0s", "5m", "300s", "4m60s", "30d"])
+def test_bake_time_bounds_are_inclusive(bake):
+    assert load_settings(cfg(ascendWeight="20", bakeTime=bake)).bake_time == bake
 
 
 def test_uppercase_pin_header_is_refused():

@@ -122,6 +122,12 @@ def judge(settings, client, step=(20, 50), mirror=0, live=None, bounds=DEFAULT_B
 # --- held_since -----------------------------------------------------------------------------
 
 
+def test_held_since_starts_one_sample_interval_after_the_last_sample_at_another_value():
+    client = history(first=(AT - 720,), changed=(AT - 720,))
+    assert held_since(client, WEIGHT, "shop", 20, AT, 600, 180) == (AT - 540, False)
+    assert held_since(client, WEIGHT, "shop", 20, AT, 600, 60) == (AT - 660, False)
+
+
 def test_held_since_asks_the_first_sample_and_the_last_one_at_another_value():
     client = PromQLAnswers(
         {
@@ -131,7 +137,7 @@ def test_held_since_asks_the_first_sample_and_the_last_one_at_another_value():
             '{namespace="shop"} - 0.2) > 0.0005)[600s:60s])': [],
         }
     )
-    assert held_since(client, WEIGHT, "shop", 20, AT, 600) == (AT - 600, True)
+    assert held_since(client, WEIGHT, "shop", 20, AT, 600, 60) == (AT - 600, True)
     assert client.asked == [
         'min_over_time(timestamp(namespace:inference_ascend_weight:ratio{namespace="shop"})'
         "[600s:60s])",
@@ -150,7 +156,7 @@ def test_held_since_compares_the_recorded_ratio_of_the_percent(percent, ratio):
             f"max_over_time(timestamp(abs({SHOP_WEIGHT} - {ratio}) > 0.0005)[600s:60s])": [],
         }
     )
-    assert held_since(client, WEIGHT, "shop", percent, AT, 600) == (AT - 600, True)
+    assert held_since(client, WEIGHT, "shop", percent, AT, 600, 60) == (AT - 600, True)
 
 
 def test_held_since_selects_a_fleet_member_by_namespace_and_service():
@@ -162,7 +168,7 @@ def test_held_since_selects_a_fleet_member_by_namespace_and_service():
         }
     )
     scope = {"namespace": "fleet", "service": "chat"}
-    assert held_since(client, MIRROR, scope, 10, AT, 3600) == (AT - 3600, True)
+    assert held_since(client, MIRROR, scope, 10, AT, 3600, 60) == (AT - 3600, True)
 
 
 @pytest.mark.parametrize(
@@ -177,33 +183,33 @@ def test_held_since_selects_a_fleet_member_by_namespace_and_service():
 )
 def test_held_since_holds_the_whole_span_from_one_step_into_it(first, whole):
     client = history(first=(first,))
-    assert held_since(client, WEIGHT, "shop", 20, AT, 600) == (first, whole)
+    assert held_since(client, WEIGHT, "shop", 20, AT, 600, 60) == (first, whole)
 
 
 def test_held_since_a_sample_at_another_value_holds_from_one_step_after_it():
     client = history(first=(AT - 600,), changed=(AT - 300,))
-    assert held_since(client, WEIGHT, "shop", 20, AT, 600) == (AT - 240, False)
+    assert held_since(client, WEIGHT, "shop", 20, AT, 600, 60) == (AT - 240, False)
 
 
 def test_held_since_the_earliest_first_sample_of_several_series():
     client = history(first=(AT - 300, AT - 590, AT - 450))
-    assert held_since(client, WEIGHT, "shop", 20, AT, 600) == (AT - 590, True)
+    assert held_since(client, WEIGHT, "shop", 20, AT, 600, 60) == (AT - 590, True)
 
 
 def test_held_since_the_latest_other_value_of_several_series():
     client = history(changed=(AT - 400, AT - 200, AT - 500))
-    assert held_since(client, WEIGHT, "shop", 20, AT, 600) == (AT - 140, False)
+    assert held_since(client, WEIGHT, "shop", 20, AT, 600, 60) == (AT - 140, False)
 
 
 def test_held_since_ignores_non_finite_values():
     client = history(first=(NAN, INF, AT - 600, -INF), changed=(NAN, INF, -INF))
-    assert held_since(client, WEIGHT, "shop", 20, AT, 600) == (AT - 600, True)
+    assert held_since(client, WEIGHT, "shop", 20, AT, 600, 60) == (AT - 600, True)
 
 
 @pytest.mark.parametrize("first", [(), (NAN,), (INF, -INF)])
 def test_held_since_nothing_recorded_in_the_span(first):
     client = history(first=first)
-    assert held_since(client, WEIGHT, "shop", 20, AT, 600) == (None, False)
+    assert held_since(client, WEIGHT, "shop", 20, AT, 600, 60) == (None, False)
     assert client.asked == [first_query(SHOP_WEIGHT)]
 
 
@@ -418,12 +424,26 @@ def test_a_weight_other_at_the_last_sample_has_held_for_nothing():
     )
 
 
-def test_the_time_left_is_never_negative():
-    # Rules every 3m: the window's first step still sees a sample at another value from 12m
-    # ago. The rung did not hold the whole window (FAIL), yet one 60s step after that sample
-    # is before the window start, so it shows as held 11m with nothing left, never "-1m".
+def test_with_rules_every_3m_the_rung_holds_from_the_sample_after_the_last_other_one():
+    # The window's first step still sees a sample at another value from 12m ago; the next
+    # sample, at the current rung, came one evaluation interval (3m) later: held 9m, not 11m.
+    settings = stack(monitoring={"evaluationInterval": "3m"})
     client = history(first=(AT - 720,), changed=(AT - 720,))
-    assert judge(stack(), client) == bake_line(
+    assert judge(settings, client) == bake_line(
+        "FAIL",
+        "held 9m 0s",
+        ">= 10m at 20%",
+        "the recorded rung is 20% only for the last 9m 0s; the bake time is 10m: 1m 0s left",
+    )
+
+
+def test_the_time_left_is_never_negative():
+    # A missed evaluation: the first step of the window sees a sample at another value 14m
+    # old (within Prometheus's 5m lookback). Held from 3m after it: 11m, nothing left, never
+    # "-1m"; the rung did not hold the whole window, so the verdict stays FAIL.
+    settings = stack(monitoring={"evaluationInterval": "3m"})
+    client = history(first=(AT - 840,), changed=(AT - 840,))
+    assert judge(settings, client) == bake_line(
         "FAIL",
         "held 11m 0s",
         ">= 10m at 20%",
