@@ -72,7 +72,10 @@ def duration_text(seconds: float) -> str:
 
 
 def single(samples: Sequence[Sample], reduce: str) -> float | None:
-    """The max or min (`reduce`) of the finite sample values, or None when there is none."""
+    """The max or min (`reduce`: "max" or "min") of the finite sample values, or None when
+    there is none. Raises ValueError for another `reduce`."""
+    if reduce not in ("max", "min"):
+        raise ValueError(f"reduce must be 'max' or 'min', not {reduce!r}")
     values = [s.value for s in samples if math.isfinite(s.value)]
     if not values:
         return None
@@ -96,14 +99,17 @@ def judge_data(
     newest_time = single(newest, "min")
     if newest_time is None:
         return f"stale: no sample in the {duration_text(window_seconds)} window"
-    age = max(0.0, at - newest_time)
+    # A sample after the window end has a negative age: fresh, and never shown.
+    age = at - newest_time
     if age > bounds.max_staleness_s:
         return (
             f"stale: newest sample {duration_text(age)} before the window end "
             f"(bound {duration_text(bounds.max_staleness_s)})"
         )
     slots = single(coverage, "min") or 0.0
-    share = min(1.0, slots / (window_seconds / step))
+    # Both range ends count, so a full window holds W/step + 1 slots: a share above 1 passes
+    # any bound (0..1], and only a share below the bound is shown.
+    share = slots / (window_seconds / step)
     if share + 1e-9 < bounds.min_coverage:
         return (
             f"sparse: samples in {share * 100:.0f}% of the window "

@@ -87,6 +87,12 @@ def test_single_reduces_the_finite_values_only(values, reduce, expected):
     assert single(samples(*values), reduce) == expected
 
 
+@pytest.mark.parametrize("reduce", ["median", "MIN", "", None])
+def test_single_refuses_a_reduction_it_does_not_know(reduce):
+    with pytest.raises(ValueError, match="reduce must be 'max' or 'min', not "):
+        single(samples(1.0, 2.0), reduce)
+
+
 class TestJudgeData:
     """Window 30 min, 1-minute slots (30 of them), default bounds (5 min, 90%)."""
 
@@ -134,6 +140,20 @@ class TestJudgeData:
     def test_the_coverage_bound_is_inclusive(self):
         assert self.judge([AT], [27]) is None  # 27 of 30 slots: exactly 90%
         assert self.judge([AT], [26]) == "sparse: samples in 87% of the window (bound 90%)"
+
+    def test_the_coverage_allowance_of_1e_9_is_inclusive(self):
+        # 27 of 30 slots is 0.9; a bound exactly 1e-9 above it still passes, one more fails.
+        share = 27 / 30
+        assert self.judge([AT], [27], DataBounds(300, share + 1e-9)) is None
+        assert self.judge([AT], [27], DataBounds(300, share + 2e-9)) == (
+            "sparse: samples in 90% of the window (bound 90%)"
+        )
+
+    def test_a_zero_staleness_bound_takes_only_a_sample_at_the_window_end(self):
+        assert self.judge([AT], [30], DataBounds(0, 0.9)) is None
+        assert self.judge([AT - 1], [30], DataBounds(0, 0.9)) == (
+            "stale: newest sample 1s before the window end (bound 0s)"
+        )
 
     def test_the_sparsest_of_several_series_counts(self):
         assert self.judge([AT, AT], [31, 12]) == (
