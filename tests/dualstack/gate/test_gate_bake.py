@@ -19,37 +19,16 @@ from components.settings.fleet import load_fleet
 from dualstack.gate.bake import _judge, _requests, bake_criterion, held_since
 from dualstack.gate.criteria import Criterion
 from dualstack.gate.data import DEFAULT_BOUNDS, DataBounds
-from dualstack.gate.prometheus import Sample
 from dualstack.gate.rung import Rung
 from tests.conftest import cfg
+from tests.support.promql_answers import AT, PromQLAnswers, samples
 
-AT = 1_700_000_000.0
 NAN, INF = math.nan, math.inf
 
 WEIGHT = "namespace:inference_ascend_weight:ratio"
 MIRROR = "namespace:inference_ascend_mirror:ratio"
 SHOP_WEIGHT = 'namespace:inference_ascend_weight:ratio{namespace="shop"}'
 SHOP_MIRROR = 'namespace:inference_ascend_mirror:ratio{namespace="shop"}'
-
-
-def samples(*values: float) -> list[Sample]:
-    return [Sample({"pod": f"p{i}"}, value) for i, value in enumerate(values)]
-
-
-class PromQLAnswers:
-    """Answers each exact PromQL text from a dict at time AT; any other query fails the test."""
-
-    def __init__(self, answers: dict[str, list[Sample]]):
-        self.answers = answers
-        self.asked: list[str] = []
-
-    def query(self, promql, at):
-        self.asked.append(promql)
-        if at != AT:
-            raise AssertionError(f"asked at {at}, not {AT}")
-        if promql not in self.answers:
-            raise AssertionError(f"unexpected query {promql}")
-        return self.answers[promql]
 
 
 def stack(weight="20", **keys):

@@ -36,21 +36,17 @@ from dualstack.gate.criteria import (
 from dualstack.gate.data import DEFAULT_BOUNDS, DataBounds
 from dualstack.gate.prometheus import PrometheusUnavailable, Sample
 from tests.conftest import cfg
+from tests.support.promql_answers import AT, PromQLAnswers, samples
 
 IMAGE = "registry/inference-service:v1.2.3-npu"
 CUDA = "registry/inference-service:v1.2.3-cuda"
 NEWER = "registry/inference-service:v1.2.4-npu"
-AT = 1_700_000_000.0
-URL = "http://prometheus.test:9090"
+URL = PromQLAnswers.base_url
 
 REQ = "hardware:inference_requests:rate5m"
 ERR = "hardware:inference_request_errors:ratio_rate5m"
 P99 = "hardware:inference_request_duration_seconds:p99_5m"
 WEIGHT = "namespace:inference_ascend_weight:ratio"
-
-
-def samples(*values: float) -> list[Sample]:
-    return [Sample({"pod": f"p{i}"}, v) for i, v in enumerate(values)]
 
 
 # --- Reading, formats --------------------------------------------------------------------
@@ -676,24 +672,6 @@ def test_gate_queries_of_a_fleet_member_select_its_service():
 # --- evaluate -----------------------------------------------------------------------------
 
 
-class DictClient:
-    """Answers each PromQL text from a dict at time AT; any other query fails the test."""
-
-    base_url = URL
-
-    def __init__(self, answers: dict[str, list[Sample]]):
-        self.answers = answers
-        self.asked: list[str] = []
-
-    def query(self, promql, at):
-        self.asked.append(promql)
-        if at != AT:
-            raise AssertionError(f"asked at {at}, not {AT}")
-        if promql not in self.answers:
-            raise AssertionError(f"unexpected query {promql}")
-        return self.answers[promql]
-
-
 HEALTHY = {
     ("value", REQ, "ascend"): samples(600.0, 300.0),
     ("value", REQ, "nvidia"): samples(5000.0),
@@ -721,7 +699,7 @@ def client_for(settings, *, window=1800, slot=60, weight=(0.2, 0.2), pushed=(), 
     for name, answer in changed.items():
         kind, metric, hw = name.split("_")
         by_key[(kind, names[metric], hw)] = answer
-    return DictClient({keys[key]: answer for key, answer in by_key.items()})
+    return PromQLAnswers({keys[key]: answer for key, answer in by_key.items()})
 
 
 def stack(weight="20", **keys):

@@ -26,16 +26,11 @@ from dualstack.gate.data import (
     weight_queries,
     weight_range,
 )
-from dualstack.gate.prometheus import PrometheusClient, Sample
+from dualstack.gate.prometheus import PrometheusClient
 from tests.support.prometheus_server import Series, constant, prometheus_over
+from tests.support.promql_answers import AT, samples
 
-AT = 1_700_000_000.0
 HOUR = 3600
-
-
-def samples(*values: float) -> list[Sample]:
-    """An instant vector of one sample per value, each on its own pod."""
-    return [Sample({"pod": f"p{i}"}, value) for i, value in enumerate(values)]
 
 
 @pytest.mark.parametrize(
