@@ -89,10 +89,15 @@ def test_render_prod_with_gateway_api_prints_an_httproute_at_95_5(project):
 
 def test_the_rendered_httproute_passes_the_vendored_schema(project):
     route = find(render_cli(project, "router=gateway-api"), "HTTPRoute", "inference-route")
-    assert SCHEMA.read_bytes() == SHARED_SCHEMA.read_bytes()  # vendored byte for byte
     validator = Draft7Validator(json.loads(SCHEMA.read_text()))
     assert [e.message for e in validator.iter_errors(route)] == []
-    # ... and the shared validator script, strict, says so too.
+
+
+@pytest.mark.skipif(not SHARED_SCHEMA.is_file(), reason="no ../shared (a user's clone)")
+def test_the_vendored_schema_is_the_shared_one_and_its_validator_agrees(project):
+    route = find(render_cli(project, "router=gateway-api"), "HTTPRoute", "inference-route")
+    assert SCHEMA.read_bytes() == SHARED_SCHEMA.read_bytes()  # vendored byte for byte
+    # ... and the shared validator script, strict, accepts the rendered route.
     done = subprocess.run(
         [sys.executable, str(SHARED / "schemas/validate_crd.py"), "--strict", "-"],
         input=yaml.safe_dump(route),
