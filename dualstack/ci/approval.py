@@ -44,13 +44,32 @@ def merge_request_of(api_url: str, project_id: str, sha: str, token: str) -> str
 
 
 def approved(mr: MergeRequest) -> bool:
-    """True when GitLab reports the merge request's approval rules as met.
+    """True when GitLab reports the merge request's approval rules as met AND they asked for
+    someone: `approved` is true, `approvals_required` is at least 1, `approvals_left` is 0 and
+    `approved_by` names at least one approver.
 
-    Raises GitLabNoteError when the API fails or answers without a boolean `approved`.
+    GitLab answers `"approved": true` for a project that requires no approvals (nothing is
+    left to approve), so the flag alone would fail open: that answer, and any answer missing
+    one of those fields, is not an approval. Raises GitLabNoteError when the API fails or
+    answers without a boolean `approved`, or when the project requires no approval (one line
+    naming the setting to change).
     """
     url = f"{_project(mr.api_url, mr.project_id)}/merge_requests/{mr.iid}/approvals"
     answer: Any = api_call("GET", url, mr.token)
     state = answer.get("approved") if isinstance(answer, dict) else None
     if not isinstance(state, bool):
         raise GitLabNoteError(f"approvals of !{mr.iid}: the answer has no `approved` flag")
-    return state
+    required = answer.get("approvals_required")
+    if not _count(required) or required < 1:
+        raise GitLabNoteError(
+            f"approvals of !{mr.iid}: the project requires {required!r} approvals, so GitLab's "
+            "`approved` proves no owner approved (fail closed): require code-owner approval "
+            "on the protected branch"
+        )
+    left, approvers = answer.get("approvals_left"), answer.get("approved_by")
+    return state and left == 0 and _count(left) and isinstance(approvers, list) and bool(approvers)
+
+
+def _count(value: Any) -> bool:
+    """A JSON integer (not a boolean)."""
+    return isinstance(value, int) and not isinstance(value, bool)

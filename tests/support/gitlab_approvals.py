@@ -1,6 +1,8 @@
 """A local stand-in for GitLab's approvals API (127.0.0.1), for `dualstack ci owner-approval`.
 
-Answers `GET /api/v4/projects/:id/merge_requests/:iid/approvals` with `{"approved": ...}` and
+Answers `GET /api/v4/projects/:id/merge_requests/:iid/approvals` as GitLab does (`approved`,
+`approvals_required`, `approvals_left`, `approved_by`; a project requiring no approvals says
+`approved: true` with `approvals_required: 0`, `required`) and
 `GET /api/v4/projects/:id/repository/commits/:sha/merge_requests` with the merged merge
 request of a commit, and takes the report note (`.../merge_requests/:iid/notes`, listed
 empty, created with id 1); everything else is 404. Requests without the token get 401.
@@ -23,9 +25,11 @@ PROJECT = "group/gitops"
 
 @dataclass
 class Approvals:
-    """Merge request iid -> approved; commit sha -> merged merge request iid."""
+    """Merge request iid -> approved; iid -> approvals the project requires (default 1);
+    commit sha -> merged merge request iid."""
 
     approved: dict[str, bool] = field(default_factory=dict)
+    required: dict[str, int] = field(default_factory=dict)
     merged_by: dict[str, str] = field(default_factory=dict)
     requests: list[str] = field(default_factory=list)
     url: str = ""
@@ -37,6 +41,19 @@ _APPROVALS = re.compile(
 _COMMIT = re.compile(
     r"^/api/v4/projects/(?P<project>[^/]+)/repository/commits/(?P<sha>\w+)/merge_requests$"
 )
+
+
+def _approvals(state: Approvals, iid: str) -> dict[str, Any]:
+    """GitLab's answer: with no approval required, `approved` is true and nobody approved."""
+    required = state.required.get(iid, 1)
+    given = required if state.approved[iid] else 0
+    return {
+        "iid": int(iid),
+        "approved": given >= required,
+        "approvals_required": required,
+        "approvals_left": required - given,
+        "approved_by": [{"user": {"username": f"owner{n}"}} for n in range(given)],
+    }
 
 
 def _handler(state: Approvals) -> type[BaseHTTPRequestHandler]:
@@ -57,9 +74,7 @@ def _handler(state: Approvals) -> type[BaseHTTPRequestHandler]:
             if self.headers.get("PRIVATE-TOKEN") != TOKEN:
                 return self._answer(401, {"message": "401 Unauthorized"})
             if (match := _APPROVALS.match(self.path)) and match["iid"] in state.approved:
-                return self._answer(
-                    200, {"iid": int(match["iid"]), "approved": state.approved[match["iid"]]}
-                )
+                return self._answer(200, _approvals(state, match["iid"]))
             if match := _COMMIT.match(self.path):
                 iid = state.merged_by.get(match["sha"])
                 found = [{"iid": int(iid), "state": "merged"}] if iid else []

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import pytest
 
+from dualstack.ci import approval as approval_module
+from dualstack.ci.gitlab_note import GitLabNoteError, MergeRequest
 from dualstack.cli import main
 from tests.support.gitlab_approvals import PROJECT, TOKEN, Approvals, gitlab_approvals
+
+API = "http://127.0.0.1:9/api/v4"  # never called: the tests replace api_call
 
 
 @pytest.fixture
 def gitlab(monkeypatch):
     with gitlab_approvals(
-        Approvals(approved={"7": True, "8": False}, merged_by={"abc1": "7"})
+        Approvals(
+            approved={"7": True, "8": False, "9": False, "10": True},
+            required={"9": 0, "10": 0},
+            merged_by={"abc1": "7", "abc9": "9"},
+        )
     ) as state:
         monkeypatch.setenv("CI_API_V4_URL", state.url)
         monkeypatch.setenv("CI_PROJECT_ID", PROJECT)
@@ -57,3 +65,52 @@ def test_a_refusing_api_is_exit_2_not_an_approval(gitlab, monkeypatch, capsys):
     code, out, err = approval(capsys)
     assert (code, out) == (2, "")
     assert "HTTP 401 Unauthorized" in err
+
+
+@pytest.mark.parametrize("iid", ["9", "10"])
+def test_a_project_requiring_no_approval_is_never_approved(gitlab, monkeypatch, capsys, iid):
+    # GitLab answers `approved: true` when nothing is required: that is no owner's approval.
+    monkeypatch.setenv("CI_MERGE_REQUEST_IID", iid)
+    code, out, err = approval(capsys)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"error: approvals of !{iid}: the project requires 0 approvals, so GitLab's `approved` "
+        "proves no owner approved (fail closed): require code-owner approval on the protected "
+        "branch\n"
+    )
+
+
+def test_on_deploy_zero_required_approvals_fail_closed(gitlab, monkeypatch, capsys):
+    monkeypatch.delenv("CI_MERGE_REQUEST_IID", raising=False)
+    assert approval(capsys, "--commit", "abc9")[:2] == (2, "")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"approved": True, "approvals_required": 1, "approvals_left": 0, "approved_by": []},
+        {"approved": True, "approvals_required": 1, "approvals_left": 1, "approved_by": [{}]},
+        {"approved": True, "approvals_required": 1, "approved_by": [{}]},
+        {"approved": True, "approvals_required": 1, "approvals_left": False, "approved_by": [{}]},
+        {"approved": False, "approvals_required": 1, "approvals_left": 0, "approved_by": [{}]},
+    ],
+)
+def test_an_approval_missing_a_fact_is_not_one(monkeypatch, answer):
+    monkeypatch.setattr(approval_module, "api_call", lambda *args: answer)
+    assert approval_module.approved(MergeRequest(API, PROJECT, "7", TOKEN)) is False
+
+
+@pytest.mark.parametrize("required", [None, True, 0, -1, "1"])
+def test_no_required_approval_count_fails_closed(monkeypatch, required):
+    answer = {"approved": True, "approvals_left": 0, "approved_by": [{}]}
+    if required is not None:
+        answer["approvals_required"] = required
+    monkeypatch.setattr(approval_module, "api_call", lambda *args: answer)
+    with pytest.raises(GitLabNoteError, match="fail closed"):
+        approval_module.approved(MergeRequest(API, PROJECT, "7", TOKEN))
+
+
+def test_a_met_rule_with_an_approver_is_an_approval(monkeypatch):
+    answer = {"approved": True, "approvals_required": 2, "approvals_left": 0, "approved_by": [{}]}
+    monkeypatch.setattr(approval_module, "api_call", lambda *args: answer)
+    assert approval_module.approved(MergeRequest(API, PROJECT, "7", TOKEN)) is True
