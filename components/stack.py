@@ -8,6 +8,7 @@ from typing import Any
 import pulumi
 import pulumi.runtime.config as pulumi_config
 
+from components import ladder
 from components import resource_names as names
 from components.monitoring.component import UnifiedMonitoring, register_fleet_dashboard
 from components.node_pools import AcceleratorNodePool
@@ -106,7 +107,7 @@ def service_exports(service: ServiceComponents) -> dict[str, Any]:
     settings = service.settings
     return {
         "ascendWeight": settings.ascend_weight,
-        "ladderPosition": f"{settings.ladder_position}/{len(settings.ladder) - 1}",
+        "ladderPosition": ladder.position_text(settings.ladder, settings.ascend_weight),
         "nextStep": settings.next_step,
         "ascendImageVerified": settings.ascend_image_verified,
         "namespace": settings.namespace,

@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from components import api_rules
+from components import ladder as rungs
 from components.settings.base import (
     ConfigModel,
     Quantity,
@@ -409,16 +410,16 @@ class Settings(ConfigModel):
     @field_validator("ladder")
     @classmethod
     def _ladder_shape(cls, ladder: tuple[int, ...]) -> tuple[int, ...]:
-        if list(ladder) != sorted(set(ladder)) or ladder[:1] != (0,) or ladder[-1:] != (100,):
-            raise ValueError("must rise strictly from 0 to 100, e.g. [0, 5, 20, 50, 80, 100]")
+        if problem := rungs.shape_problem(ladder):
+            raise ValueError(problem)
         return ladder
 
     @field_validator("ascend_weight")
     @classmethod
     def _weight_on_ladder(cls, weight: int, info: ValidationInfo) -> int:
         ladder = info.data.get("ladder")
-        if ladder is not None and weight not in ladder:
-            raise ValueError(f"not a ladder step; allowed: {', '.join(map(str, ladder))}")
+        if ladder is not None and (problem := rungs.step_problem(ladder, weight)):
+            raise ValueError(problem)
         return weight
 
     @field_validator("mirror_percent")
@@ -469,13 +470,12 @@ class Settings(ConfigModel):
     @property
     def ladder_position(self) -> int:
         """Index of `ascend_weight` in `ladder` (0 = all NVIDIA)."""
-        return self.ladder.index(self.ascend_weight)
+        return rungs.position(self.ladder, self.ascend_weight)
 
     @property
     def next_step(self) -> int | None:
         """The ladder step after the current weight, or None at the top."""
-        position = self.ladder_position
-        return self.ladder[position + 1] if position + 1 < len(self.ladder) else None
+        return rungs.next_rung(self.ladder, self.ascend_weight)
 
     @property
     def ascend_load_percent(self) -> int:

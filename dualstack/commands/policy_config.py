@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from components import ladder as rungs
 from components.settings import PROJECT, load_fleet
 from dualstack.commands.arg_types import weight
 from dualstack.commands.output_paths import check_output_file
@@ -100,12 +101,10 @@ def _previous(
 
 def _check_previous(args: argparse.Namespace, ladder: Sequence[int]) -> None:
     """UsageError when `--previous-weight` is not a step of `ladder`."""
-    if args.previous_weight is not None and args.previous_weight not in ladder:
-        steps = ", ".join(map(str, ladder))
-        raise UsageError(
-            f"--previous-weight {args.previous_weight}: not a ladder step of stack "
-            f"{args.stack}; allowed: {steps}"
-        )
+    if args.previous_weight is None:
+        return
+    if problem := rungs.step_problem(ladder, args.previous_weight, f" of stack {args.stack}"):
+        raise UsageError(f"--previous-weight {args.previous_weight}: {problem}")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from components import ladder
 from components.settings import Fleet, SettingsError, load_fleet, load_settings
 from dualstack.commands.arg_types import whole_number
 from dualstack.commands.machine import (
@@ -177,9 +178,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_all_target(fleet: Fleet, to: int) -> None:
     """`--to` with `--all`: a ladder step (services already at or below it stay)."""
-    ladder = fleet.first.ladder
-    if to not in ladder:
-        raise UsageError(f"--to {to}: not a ladder step; allowed: {', '.join(map(str, ladder))}")
+    if problem := ladder.step_problem(fleet.first.ladder, to):
+        raise UsageError(f"--to {to}: {problem}")
 
 
 def _branch(root: Path, args: argparse.Namespace, plan: CommitPlan | None, default: str) -> str:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from components import ladder
 from components.settings import Fleet, Settings, SettingsError, load_fleet
 from dualstack.commands.machine import add_output_argument, document, emit, wants_json
 from dualstack.commands.options import PROMETHEUS_ENV
@@ -77,7 +78,7 @@ def service_status(
     return {
         "service": settings.name,
         "ascendWeight": settings.ascend_weight,
-        "ladderPosition": f"{settings.ladder_position}/{len(settings.ladder) - 1}",
+        "ladderPosition": ladder.position_text(settings.ladder, settings.ascend_weight),
         "nextStep": settings.next_step,
         "ascendImage": settings.ascend.image,
         "verifiedAscendImage": settings.verified_ascend_image,

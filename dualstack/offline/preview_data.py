@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from components import ladder
 from components.settings import HARDWARE
 from components.settings.evidence import pair_verified
 from components.workloads import replicas_for
@@ -33,7 +34,7 @@ def service_data(view: ServiceView) -> dict[str, Any]:
         "service": head.name,
         "ascendWeight": head.ascend_weight,
         "previousWeight": view.previous_weight,
-        "ladderPosition": f"{head.ladder_position}/{len(head.ladder) - 1}",
+        "ladderPosition": ladder.position_text(head.ladder, head.ascend_weight),
         "nextStep": head.next_step,
         "replicas": {
             hw: {

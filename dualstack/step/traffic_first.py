@@ -35,6 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from components import ladder
 from components.settings import PROJECT, Fleet, Settings, config_with_weights, load_fleet
 from dualstack.errors import UsageError
 from dualstack.pulumi_cli import (
@@ -133,18 +134,14 @@ def plan_rollback(
         raise StackFileError(f"Pulumi.{stack}.yaml is not committed: nothing to roll back to")
     before = load_fleet(config)
     names = before.names if clamp and service is None else [before.member(service).name]
-    ladder = before.first.ladder
-    if to not in ladder:
-        steps = ", ".join(map(str, ladder))
-        raise UsageError(f"--to {to}: not a ladder step of stack {stack}; allowed: {steps}")
-    for name in names:
-        weight = before.members[name].ascend_weight
-        if to > weight and not clamp:
-            what = f"stack {stack}" if before.members[name].member is None else f"service {name}"
-            raise UsageError(
-                f"--to {to}: above {what}'s weight {weight}%; rollback only lowers the weight, "
-                "use `dualstack promote` to raise it"
-            )
+    where = f" of stack {stack}"
+    if problem := ladder.step_problem(before.first.ladder, to, where):
+        raise UsageError(f"--to {to}: {problem}")
+    for name in names if not clamp else ():
+        settings = before.members[name]
+        whose = f"stack {stack}'s weight" if settings.member is None else f"service {name}'s weight"
+        if problem := ladder.rollback_problem(settings.ladder, settings.ascend_weight, to, whose):
+            raise UsageError(f"--to {to}: {problem}")
     weights = {name: min(to, before.members[name].ascend_weight) for name in names}
     after = load_fleet(config_with_weights(config, weights))
     return StackRollback(stack, config, before, after, tuple(names))

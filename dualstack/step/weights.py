@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from components import ladder
 from components.settings import Fleet, Settings, SettingsError, load_fleet
 from components.workloads import replicas_for
 from dualstack.errors import UsageError
@@ -56,8 +57,7 @@ class WeightChange:
 
 def ladder_text(settings: Settings, weight: int | None = None) -> str:
     """The ladder with one step bracketed: `0 [5] 20 50 80 100`."""
-    mark = settings.ascend_weight if weight is None else weight
-    return " ".join(f"[{step}]" if step == mark else str(step) for step in settings.ladder)
+    return ladder.marked(settings.ladder, settings.ascend_weight if weight is None else weight)
 
 
 def rollback_target(settings: Settings, to: int) -> int:
@@ -66,14 +66,8 @@ def rollback_target(settings: Settings, to: int) -> int:
     Raises UsageError naming `--to` when it is not a step, or above the current weight
     (raising the weight is `promote`'s job and goes through the gate).
     """
-    if to not in settings.ladder:
-        steps = ", ".join(map(str, settings.ladder))
-        raise UsageError(f"--to {to}: not a ladder step; allowed: {steps}")
-    if to > settings.ascend_weight:
-        raise UsageError(
-            f"--to {to}: above the current weight {settings.ascend_weight}%; rollback only "
-            "lowers the weight, use `dualstack promote` to raise it"
-        )
+    if problem := ladder.rollback_problem(settings.ladder, settings.ascend_weight, to):
+        raise UsageError(f"--to {to}: {problem}")
     return to
 
 
