@@ -10,6 +10,9 @@ from components.settings import Hardware, Settings
 POOL_LABEL = "pool"
 """Node label and taint key that pins a pod to its accelerator pool."""
 
+SPLIT_RULE = "nvidia-ascend-split"
+"""Name of the weighted rule of either router (HTTPRoute rule, VirtualService route)."""
+
 VERIFIED_IMAGE_ANNOTATION = "dualstack.io/verified-ascend-image"
 """Annotation of the Ascend Deployment: the image whose precision check passed (stack config
 `verifiedAscendImage`). The policy pack reads it to allow a weight increase."""
@@ -38,6 +41,11 @@ def subset_labels(settings: Settings, hardware: Hardware) -> dict[str, str]:
 def direct_service_name(settings: Settings, hardware: Hardware) -> str:
     """Service that reaches one backend only, bypassing the split: `inference-service-ascend`."""
     return f"{settings.service.name}-{hardware}"
+
+
+def pin_rule_name(hardware: Hardware) -> str:
+    """`pin-ascend`: the rule (or VirtualService route) that pins testers to one backend."""
+    return f"pin-{hardware}"
 
 
 def service_host(settings: Settings, name: str) -> str:

@@ -1,25 +1,16 @@
-"""The traffic split: the shared Service and the router's objects (`router` stack key).
+"""The traffic split: the shared Service, the one weight rule, and the router's objects
+(`router` stack key; one module per router in `components/routers/`).
 
 - `router: istio` (default): Istio DestinationRule (subsets) and VirtualService, bound to the
-  mesh and to `istio.gateways`.
+  mesh and to `istio.gateways` (`components.routers.istio`).
 - `router: gateway-api`: an HTTPRoute to the direct per-hardware Services
-  (`components.http_route`). While `istio.gateways` is still set, the VirtualService and its
-  DestinationRule stay, bound to those classic Istio gateways only (not the mesh): ingress
-  through them keeps its split until its clients have moved to a Gateway API Gateway (the
-  cut-over in README "Routers").
+  (`components.routers.gateway_api`). While `istio.gateways` is still set, the VirtualService
+  and its DestinationRule stay, bound to those classic Istio gateways only (the cut-over in
+  README "Routers").
 
 Both routers render the same three rules in the same order: a pin per backend (header
-`testerPinning.header`, when enabled), then the weighted split `100 - w` / `w`, mirroring
-`mirrorPercent` % of requests to Ascend at weight 0.
-
-Istio facts (REFERENCE.md, istio.io traffic-management docs): route weights are int32; a total
-of 0 is rejected and older meshes require exactly 100, so both routes are always emitted as
-integers `100 - w` and `w`, including `weight: 0`. A route to an undefined subset, or a subset
-whose labels select no pod, answers 503 (istioctl IST0101 / IST0173). HTTP routes are tried in
-order and the first match wins, so the pins come first. Header match keys must be lowercase.
-`mirror` + `mirrorPercentage.value` (0..100, a double) copy that share of the route's requests
-to the mirror destination; Envoy discards the copies' responses and suffixes their Host with
-`-shadow`.
+`testerPinning.header`, when enabled), then the weighted split `100 - w` / `w`
+(`route_weights`), mirroring `mirrorPercent` % of requests to Ascend at weight 0.
 """
 
 from __future__ import annotations
@@ -30,17 +21,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import resource_names as names
-from components.http_route import (
-    GATEWAY_API_VERSION,
-    SPLIT_RULE,
-    http_route_spec,
-    pin_rule_name,
-)
-from components.naming import service_host, subset_labels
-from components.settings import HARDWARE, TOTAL_WEIGHT, Hardware, Settings
+from components.routers import gateway_api, istio
+from components.settings import TOTAL_WEIGHT, Settings
 from components.workloads import PORT_NAME
-
-ISTIO_API_VERSIONS = ("networking.istio.io/v1", "networking.istio.io/v1beta1")
 
 
 def route_weights(ascend_weight: int) -> dict[str, int]:
@@ -60,81 +43,11 @@ def shared_service_spec(settings: Settings) -> dict[str, Any]:
     }
 
 
-def destination_rule_spec(settings: Settings) -> dict[str, Any]:
-    """Subsets `nvidia` and `ascend`, each selecting its pods by {app, hardware}."""
-    return {
-        "host": service_host(settings, settings.service.name),
-        "subsets": [{"name": hw, "labels": subset_labels(settings, hw)} for hw in HARDWARE],
-    }
-
-
-def renders_virtual_service(settings: Settings) -> bool:
-    """The VirtualService (and DestinationRule) exist: `router: istio`, or classic Istio
-    gateways still bound during a cut-over to `gateway-api`."""
-    return settings.router == "istio" or bool(settings.istio.gateways)
-
-
-def renders_http_route(settings: Settings) -> bool:
-    """The HTTPRoute exists: `router: gateway-api`."""
-    return settings.router == "gateway-api"
-
-
-def split_route_index(settings: Settings) -> int:
-    """Position of the weighted route in the VirtualService's `http` list (after the pins)."""
-    return len(HARDWARE) if settings.tester_pinning.enabled else 0
-
-
-def _istio_destination(settings: Settings, hardware: Hardware) -> dict[str, Any]:
-    return {
-        "host": service_host(settings, settings.service.name),
-        "subset": hardware,
-        "port": {"number": settings.service.port},
-    }
-
-
-def _pin_routes(settings: Settings) -> list[dict[str, Any]]:
-    pinning = settings.tester_pinning
-    if not pinning.enabled:
-        return []
-    return [
-        {
-            "name": pin_rule_name(hw),
-            "match": [{"headers": {pinning.header: {"exact": pinning.value(hw)}}}],
-            "route": [{"destination": _istio_destination(settings, hw)}],
-        }
-        for hw in HARDWARE
-    ]
-
-
-def virtual_service_spec(settings: Settings) -> dict[str, Any]:
-    """The pins, then one HTTP route splitting traffic between the subsets by the stack's
-    Ascend weight (mirroring `mirrorPercent` % to Ascend). Bound to the mesh (implicitly, or
-    next to `istio.gateways`) with `router: istio`; to `istio.gateways` only otherwise."""
-    host = service_host(settings, settings.service.name)
-    weights = route_weights(settings.ascend_weight)
-    spec: dict[str, Any] = {"hosts": [host, *settings.istio.hosts]}
-    mesh = ["mesh"] if settings.router == "istio" else []
-    if settings.istio.gateways:
-        # Binding a gateway replaces the implicit `mesh`; keep sidecar traffic split too.
-        spec["gateways"] = [*settings.istio.gateways, *mesh]
-    split: dict[str, Any] = {
-        "name": SPLIT_RULE,
-        "route": [
-            {"destination": _istio_destination(settings, hw), "weight": weights[hw]}
-            for hw in HARDWARE
-        ],
-    }
-    if settings.mirror_percent:
-        split["mirror"] = _istio_destination(settings, "ascend")
-        split["mirrorPercentage"] = {"value": float(settings.mirror_percent)}
-    return spec | {"http": [*_pin_routes(settings), split]}
-
-
 def _other_api_versions(api_version: str, kind: str) -> list[pulumi.Alias]:
     # Changing the apiVersion changes the type token; alias it so Pulumi updates in place.
     return [
         pulumi.Alias(type_=f"kubernetes:{other}:{kind}")
-        for other in ISTIO_API_VERSIONS
+        for other in istio.API_VERSIONS
         if other != api_version
     ]
 
@@ -167,40 +80,41 @@ class TrafficSplit(pulumi.ComponentResource):
             spec=shared_service_spec(settings),
             opts=pulumi.ResourceOptions(parent=self),
         )
-        if renders_virtual_service(settings):
+        weights = route_weights(settings.ascend_weight)
+        if istio.renders(settings):
             destination_rule = k8s.apiextensions.CustomResource(
                 names.child(name, names.DESTINATION_RULE),
                 api_version=api_version,
                 kind="DestinationRule",
                 metadata=meta(settings.istio.destination_rule_name),
-                spec=destination_rule_spec(settings),
+                spec=istio.destination_rule_spec(settings),
                 opts=child("DestinationRule"),
             )
             k8s.apiextensions.CustomResource(
-                names.child(name, names.VIRTUAL_SERVICE),
+                names.child(name, istio.ROLE),
                 api_version=api_version,
-                kind="VirtualService",
-                metadata=meta(settings.istio.virtual_service_name),
-                spec=virtual_service_spec(settings),
+                kind=istio.KIND,
+                metadata=meta(istio.object_name(settings)),
+                spec=istio.spec(settings, weights),
                 opts=pulumi.ResourceOptions.merge(
-                    child("VirtualService"),
+                    child(istio.KIND),
                     pulumi.ResourceOptions(depends_on=[service, destination_rule]),
                 ),
             )
-        if renders_http_route(settings):
+        if gateway_api.renders(settings):
             k8s.apiextensions.CustomResource(
-                names.child(name, names.HTTP_ROUTE),
-                api_version=GATEWAY_API_VERSION,
-                kind="HTTPRoute",
-                metadata=meta(settings.gateway_api.route_name),
-                spec=http_route_spec(settings, route_weights(settings.ascend_weight)),
+                names.child(name, gateway_api.ROLE),
+                api_version=gateway_api.API_VERSION,
+                kind=gateway_api.KIND,
+                metadata=meta(gateway_api.object_name(settings)),
+                spec=gateway_api.spec(settings, weights),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[service]),
             )
-        vs_name = settings.istio.virtual_service_name if renders_virtual_service(settings) else None
-        route_name = settings.gateway_api.route_name if renders_http_route(settings) else None
+        vs_name = istio.object_name(settings) if istio.renders(settings) else None
+        route_name = gateway_api.object_name(settings) if gateway_api.renders(settings) else None
         self.virtual_service_name = pulumi.Output.from_input(vs_name)
         self.http_route_name = pulumi.Output.from_input(route_name)
-        self.weights = pulumi.Output.from_input(route_weights(settings.ascend_weight))
+        self.weights = pulumi.Output.from_input(weights)
         self.service_name = service.metadata.name
         self.register_outputs(
             {

@@ -12,19 +12,14 @@ at once but is overwritten by the next GitOps apply unless the same change lands
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Mapping
+from types import ModuleType
 
 from components import resource_names as names
-from components.http_route import backend_ref
-from components.settings import HARDWARE, PROJECT, Fleet, Hardware, Settings
-from components.traffic import (
-    renders_http_route,
-    renders_virtual_service,
-    route_weights,
-    split_route_index,
-)
+from components.routers import active
+from components.settings import PROJECT, Fleet, Hardware, Settings
+from components.traffic import route_weights
 from components.workloads import replicas_for
 
 
@@ -33,30 +28,19 @@ def urn(stack: str, types: tuple[str, ...], name: str) -> str:
     return f"urn:pulumi:{stack}::{PROJECT}::{'$'.join(types)}::{name}"
 
 
-def virtual_service_urn(settings: Settings, stack: str) -> str:
-    """URN of the VirtualService that splits the service's traffic (`inference-traffic-...`,
-    `inference-chat-traffic-...` for the fleet member `chat`)."""
-    kind = f"kubernetes:{settings.istio.api_version}:VirtualService"
-    types = (names.STACK_TYPE, names.TRAFFIC_TYPE, kind)
+def route_urn(router: ModuleType, settings: Settings, stack: str) -> str:
+    """URN of the object of `router` (`components.routers`) that splits the service's traffic
+    (`inference-traffic-virtual-service`, `inference-chat-traffic-http-route` for the fleet
+    member `chat`)."""
+    types = (names.STACK_TYPE, names.TRAFFIC_TYPE, router.type_token(settings))
     traffic = names.child(names.service_prefix(settings.member), names.TRAFFIC)
-    return urn(stack, types, names.child(traffic, names.VIRTUAL_SERVICE))
-
-
-def httproute_urn(stack: str, member: str | None = None) -> str:
-    """URN of the HTTPRoute that splits traffic with `router: gateway-api` (of the fleet
-    member `member`)."""
-    types = (names.STACK_TYPE, names.TRAFFIC_TYPE, names.HTTP_ROUTE_TOKEN)
-    traffic = names.child(names.service_prefix(member), names.TRAFFIC)
-    return urn(stack, types, names.child(traffic, names.HTTP_ROUTE))
+    return urn(stack, types, names.child(traffic, router.ROLE))
 
 
 def traffic_urns(settings: Settings, stack: str) -> list[str]:
     """URNs of the objects that route the service's traffic: the HTTPRoute (gateway-api), the
     VirtualService (istio, or classic gateways kept during a cut-over)."""
-    found = [httproute_urn(stack, settings.member)] if renders_http_route(settings) else []
-    if renders_virtual_service(settings):
-        found.append(virtual_service_urn(settings, stack))
-    return found
+    return [route_urn(router, settings, stack) for router in active(settings)]
 
 
 def deployment_urn(stack: str, hardware: Hardware, member: str | None = None) -> str:
@@ -123,60 +107,12 @@ def targeted_up(before: Fleet | Settings, after: Fleet | Settings, stack: str) -
     return f"pulumi up --stack {shlex.quote(stack)} {flags}"
 
 
-def weight_patch(settings: Settings) -> list[dict]:
-    """JSON patch setting the VirtualService's split to `settings.ascend_weight`, guarded by
-    `test` ops that check each route still points at the subset we expect (else kubectl
-    changes nothing). The split is the route after the pins (`split_route_index`)."""
-    weights = route_weights(settings.ascend_weight)
-    base = f"/spec/http/{split_route_index(settings)}/route"
-    tests = [
-        {"op": "test", "path": f"{base}/{i}/destination/subset", "value": hw}
-        for i, hw in enumerate(HARDWARE)
-    ]
-    sets = [
-        {"op": "replace", "path": f"{base}/{i}/weight", "value": weights[hw]}
-        for i, hw in enumerate(HARDWARE)
-    ]
-    return tests + sets
-
-
-def http_route_patch(settings: Settings) -> list[dict]:
-    """The same for the HTTPRoute: its split rule's backendRefs, guarded by their names."""
-    weights = route_weights(settings.ascend_weight)
-    base = f"/spec/rules/{split_route_index(settings)}/backendRefs"
-    tests = [
-        {"op": "test", "path": f"{base}/{i}/name", "value": backend_ref(settings, hw)["name"]}
-        for i, hw in enumerate(HARDWARE)
-    ]
-    sets = [
-        {"op": "replace", "path": f"{base}/{i}/weight", "value": weights[hw]}
-        for i, hw in enumerate(HARDWARE)
-    ]
-    return tests + sets
-
-
 def break_glass_patches(settings: Settings) -> list[str]:
     """`kubectl -n NS patch <route kind> NAME --type json -p '<patch>'`, one per traffic
-    object (the HTTPRoute, then the VirtualService)."""
-    found = []
-    if renders_http_route(settings):
-        patch = json.dumps(http_route_patch(settings), separators=(",", ":"))
-        found.append(
-            f"kubectl -n {settings.namespace} patch httproutes.gateway.networking.k8s.io "
-            f"{settings.gateway_api.route_name} --type json -p {shlex.quote(patch)}"
-        )
-    if renders_virtual_service(settings):
-        found.append(break_glass_patch(settings))
-    return found
-
-
-def break_glass_patch(settings: Settings) -> str:
-    """`kubectl -n NS patch virtualservice NAME --type json -p '<weight_patch>'`."""
-    patch = json.dumps(weight_patch(settings), separators=(",", ":"))
-    return (
-        f"kubectl -n {settings.namespace} patch virtualservices.networking.istio.io "
-        f"{settings.istio.virtual_service_name} --type json -p {shlex.quote(patch)}"
-    )
+    object (the HTTPRoute, then the VirtualService), setting its split to the service's
+    weight (`patch` of each router in `components.routers`)."""
+    weights = route_weights(settings.ascend_weight)
+    return [router.kubectl_patch(settings, weights) for router in active(settings)]
 
 
 def scale_command(settings: Settings, hardware: Hardware) -> str:

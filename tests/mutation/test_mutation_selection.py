@@ -20,12 +20,12 @@ LEFT_OUT = {
         "own tests are in tests/policies"
     ),
     "tests/dualstack/offline/test_preview_policies.py": (
-        "patches components.traffic to simulate a slipped edit of the offline preview; the "
+        "patches components.routers.istio to simulate a slipped edit of the offline preview; the "
         "module's own tests are in tests/components/test_components.py"
     ),
     "tests/dualstack/offline/test_preview_traffic.py": (
-        "patches components.traffic.virtual_service_spec to simulate an edited program; the "
-        "module's own tests are in tests/components/test_components.py"
+        "patches components.routers.istio.spec to simulate an edited program; the "
+        "module's own tests are in tests/components"
     ),
     "tests/dualstack/step/test_migration_bench.py": (
         "a benchmark over a simulated migration: slow per mutant, and the gate's criteria have "

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-import components.traffic
+import components.routers.istio
 from dualstack.cli import main
 from dualstack.repo.stackfile import set_config_value
 from tests.conftest import REPO, git
@@ -187,13 +187,13 @@ def test_pool_size_comes_from_the_base(git_repo, capsys):
 
 def test_a_subset_selecting_no_pod_fails(git_repo, capsys, monkeypatch):
     """A code slip in the DestinationRule's labels (here: `hardware: npu`) is caught."""
-    real = components.traffic.subset_labels
+    real = components.routers.istio.subset_labels
 
     def slipped(settings, hardware):
         labels = real(settings, hardware)
         return {**labels, "hardware": "npu"} if hardware == "ascend" else labels
 
-    monkeypatch.setattr(components.traffic, "subset_labels", slipped)
+    monkeypatch.setattr(components.routers.istio, "subset_labels", slipped)
     code, out, err = preview(git_repo, capsys)
     assert code == 1
     assert "route-weights-valid" in err.splitlines()[0]

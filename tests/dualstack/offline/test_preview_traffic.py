@@ -1,7 +1,7 @@
 """The pack over the program's rendered stack: traffic is judged by where it goes.
 
 The head is rendered from fixture configs (never the committed stack files); a change to the
-traffic code is simulated by patching `components.traffic.virtual_service_spec`, the way a
+traffic code is simulated by patching `components.routers.istio.spec`, the way a
 pull request would edit it. The policy config is what `dualstack preview --base` writes: the
 previous weight and step limit of the base.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-import components.traffic
+import components.routers.istio
 from components.naming import direct_service_name, service_host
 from components.settings import Settings
 from dualstack.cli import main
@@ -55,14 +55,14 @@ def patch_routes(monkeypatch) -> Callable[[Callable[[Settings, list[dict]], None
     """Make the program emit its usual VirtualService edited by `edit(settings, http)`."""
 
     def patch(edit: Callable[[Settings, list[dict]], None]) -> None:
-        real = components.traffic.virtual_service_spec
+        real = components.routers.istio.spec
 
-        def edited(settings: Settings) -> dict[str, Any]:
-            spec = real(settings)
+        def edited(settings: Settings, weights: dict[str, int]) -> dict[str, Any]:
+            spec = real(settings, weights)
             edit(settings, spec["http"])
             return spec
 
-        monkeypatch.setattr(components.traffic, "virtual_service_spec", edited)
+        monkeypatch.setattr(components.routers.istio, "spec", edited)
 
     return patch
 

@@ -4,28 +4,21 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
-import subprocess
 
 import pytest
-import yaml
 
+from components.routers import gateway_api, istio
 from components.settings import load_settings
-from dualstack.offline.render import render, to_yaml
 from dualstack.step.emergency import (
-    break_glass_patch,
     break_glass_patches,
     deployment_urn,
-    http_route_patch,
-    httproute_urn,
     instructions,
     prometheus_rule_urn,
+    route_urn,
     scale_command,
     targeted_up,
-    virtual_service_urn,
-    weight_patch,
 )
-from tests.conftest import PROJECT, cfg, find
+from tests.conftest import PROJECT, cfg
 
 # The tokens and names a user passes to `pulumi up --target` (stated here, not imported).
 TOP = ("dualstack:index:DualStackInference", "inference")
@@ -44,7 +37,7 @@ def test_urns_name_resources_the_program_registers(run_stack, api_version):
     resources = registered(run_stack, config)
     settings = load_settings(config)
     urns = (
-        virtual_service_urn(settings, "prod"),
+        route_urn(istio, settings, "prod"),
         deployment_urn("prod", "nvidia"),
         prometheus_rule_urn("prod"),
     )
@@ -74,25 +67,13 @@ def test_targeted_up_adds_nvidia_only_when_it_must_grow():
     assert any("rollout status deployment inference-blue" in line for line in steps)
 
 
-def test_weight_patch_guards_route_order():
-    # The split is the third route: after the two tester pins.
-    patch = weight_patch(load_settings(cfg(ascendWeight="0")))
-    assert patch[:2] == [
-        {"op": "test", "path": "/spec/http/2/route/0/destination/subset", "value": "nvidia"},
-        {"op": "test", "path": "/spec/http/2/route/1/destination/subset", "value": "ascend"},
-    ]
-    assert [p["value"] for p in patch[2:]] == [100, 0]
-    unpinned = weight_patch(load_settings(cfg(ascendWeight="0", testerPinning={"enabled": False})))
-    assert unpinned[0]["path"] == "/spec/http/0/route/0/destination/subset"
-
-
 GATEWAY_API = {"router": "gateway-api"}
 
 
 def test_httproute_urn_names_the_registered_route(run_stack):
     config = cfg(ascendWeight="20", **GATEWAY_API)
     resources = registered(run_stack, config)
-    urn = httproute_urn("prod")
+    urn = route_urn(gateway_api, load_settings(config), "prod")
     assert urn == (
         "urn:pulumi:prod::dualstack-inference::dualstack:index:DualStackInference$"
         "dualstack:index:TrafficSplit$kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
@@ -125,60 +106,6 @@ def test_cut_over_with_classic_gateways_targets_both_route_objects():
     command = targeted_up(before, after, "prod")
     assert ":HTTPRoute::" in command and ":VirtualService::" in command
     assert len(break_glass_patches(after)) == 2
-
-
-@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
-@pytest.mark.parametrize(("before", "after"), [(50, 0), (100, 80), (20, 5)])
-def test_break_glass_patch_gives_the_rendered_httproute(tmp_path, before, after):
-    """`kubectl patch --local` of the deployed HTTPRoute gives the one the rollback renders."""
-    _, objects = render(cfg(ascendWeight=str(before), **GATEWAY_API), "prod")
-    current = tmp_path / "route.yaml"
-    current.write_text(to_yaml([find(objects, "HTTPRoute", "inference-route")]))
-    settings, wanted = render(cfg(ascendWeight=str(after), **GATEWAY_API), "prod")
-    patch = json.dumps(http_route_patch(settings))
-    kubectl = ["kubectl", "patch", "--local", "-f", str(current), "--type", "json"]
-    done = subprocess.run(
-        [*kubectl, "-p", patch, "-o", "yaml"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    assert yaml.safe_load(done.stdout) == find(wanted, "HTTPRoute", "inference-route")
-
-
-@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
-@pytest.mark.parametrize(("before", "after"), [(50, 0), (100, 80), (20, 5)])
-def test_break_glass_patch_gives_the_rendered_virtual_service(tmp_path, before, after):
-    """`kubectl patch --local` (offline) applied to the deployed VirtualService must give
-    exactly the VirtualService that the rollback commit renders."""
-    _, objects = render(cfg(ascendWeight=str(before)), "prod")
-    current = tmp_path / "vs.yaml"
-    current.write_text(to_yaml([find(objects, "VirtualService", "inference-vs")]))
-    settings, wanted = render(cfg(ascendWeight=str(after)), "prod")
-    command = break_glass_patch(settings)
-    assert command.startswith("kubectl -n inference patch virtualservices.networking.istio.io ")
-    patch = json.dumps(weight_patch(settings))
-    done = subprocess.run(
-        [
-            "kubectl",
-            "patch",
-            "--local",
-            "-f",
-            str(current),
-            "--type",
-            "json",
-            "-p",
-            patch,
-            "-o",
-            "yaml",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    assert yaml.safe_load(done.stdout) == find(wanted, "VirtualService", "inference-vs")
 
 
 VS_URN = (

@@ -1,5 +1,6 @@
-"""The Gateway API router: one HTTPRoute (`gateway.networking.k8s.io/v1`) splitting traffic
-between the direct per-hardware Services (pure functions: settings -> spec dicts).
+"""The Gateway API router (`router: gateway-api`): one HTTPRoute
+(`gateway.networking.k8s.io/v1`) splitting traffic between the direct per-hardware Services
+(pure functions: settings -> spec dicts, and the patch of a live HTTPRoute).
 
 Gateway API facts (REFERENCE.md "Gateway API", checked against the vendored schema
 `dualstack/offline/crd_schemas/gateway.networking.k8s.io/httproute_v1.json`, v1.6.1):
@@ -20,24 +21,42 @@ Gateway API facts (REFERENCE.md "Gateway API", checked against the vendored sche
   requests to the backend; the copies' responses are discarded.
 - Named rules (GEP-995) and `percent` are in the standard channel of recent releases; older
   CRDs drop or reject them, so install a current Gateway API.
+
+Same interface as `components.routers.istio`: `KIND`, `ROLE`, `renders`, `type_token`,
+`object_name`, `spec`, `patch`, `kubectl_patch`.
 """
 
 from __future__ import annotations
 
+import json
+import shlex
 from typing import Any
 
-from components.naming import direct_service_name
+from components import resource_names as names
+from components.naming import SPLIT_RULE, direct_service_name, pin_rule_name
 from components.settings import HARDWARE, Hardware, Settings
 
-GATEWAY_API_VERSION = "gateway.networking.k8s.io/v1"
+API_VERSION = "gateway.networking.k8s.io/v1"
 GATEWAY_GROUP = "gateway.networking.k8s.io"
-SPLIT_RULE = "nvidia-ascend-split"
-"""Name of the weighted rule (and of the VirtualService's weighted route)."""
+KIND = "HTTPRoute"
+ROLE = names.HTTP_ROUTE
+"""Role of the HTTPRoute under the TrafficSplit (`inference-traffic-http-route`)."""
 
 
-def pin_rule_name(hardware: Hardware) -> str:
-    """`pin-ascend`: the rule (or VirtualService route) that pins testers to one backend."""
-    return f"pin-{hardware}"
+def renders(settings: Settings) -> bool:
+    """The HTTPRoute exists: `router: gateway-api`."""
+    return settings.router == "gateway-api"
+
+
+def type_token(settings: Settings) -> str:
+    """`kubernetes:gateway.networking.k8s.io/v1:HTTPRoute` (`resource_names.HTTP_ROUTE_TOKEN`;
+    `settings` only for the same call as the Istio router's, whose version is configurable)."""
+    return names.HTTP_ROUTE_TOKEN
+
+
+def object_name(settings: Settings) -> str:
+    """The HTTPRoute's name (`gatewayApi.routeName`)."""
+    return settings.gateway_api.route_name
 
 
 def backend_ref(settings: Settings, hardware: Hardware) -> dict[str, Any]:
@@ -102,10 +121,36 @@ def split_rule(settings: Settings, weights: dict[str, int]) -> dict[str, Any]:
     return rule
 
 
-def http_route_spec(settings: Settings, weights: dict[str, int]) -> dict[str, Any]:
-    """The HTTPRoute's spec: parentRefs, optional hostnames, pin rules, then the split."""
-    spec: dict[str, Any] = {"parentRefs": parent_refs(settings)}
+def spec(settings: Settings, weights: dict[str, int]) -> dict[str, Any]:
+    """The HTTPRoute's spec: parentRefs, optional hostnames, pin rules, then the split by
+    `weights` ({nvidia, ascend} in %, `components.traffic.route_weights`)."""
+    found: dict[str, Any] = {"parentRefs": parent_refs(settings)}
     if settings.gateway_api.hostnames:
-        spec["hostnames"] = list(settings.gateway_api.hostnames)
-    spec["rules"] = [*pin_rules(settings), split_rule(settings, weights)]
-    return spec
+        found["hostnames"] = list(settings.gateway_api.hostnames)
+    found["rules"] = [*pin_rules(settings), split_rule(settings, weights)]
+    return found
+
+
+def patch(settings: Settings, weights: dict[str, int]) -> list[dict]:
+    """JSON patch setting the live HTTPRoute's split rule to `weights`, guarded by `test` ops
+    that check each backendRef still names the Service we expect. The split is the rule after
+    the pins, as `spec` writes it."""
+    base = f"/spec/rules/{len(pin_rules(settings))}/backendRefs"
+    tests = [
+        {"op": "test", "path": f"{base}/{i}/name", "value": direct_service_name(settings, hw)}
+        for i, hw in enumerate(HARDWARE)
+    ]
+    sets = [
+        {"op": "replace", "path": f"{base}/{i}/weight", "value": weights[hw]}
+        for i, hw in enumerate(HARDWARE)
+    ]
+    return tests + sets
+
+
+def kubectl_patch(settings: Settings, weights: dict[str, int]) -> str:
+    """`kubectl -n NS patch httproutes.gateway.networking.k8s.io NAME --type json -p '<patch>'`."""
+    text = json.dumps(patch(settings, weights), separators=(",", ":"))
+    return (
+        f"kubectl -n {settings.namespace} patch httproutes.gateway.networking.k8s.io "
+        f"{object_name(settings)} --type json -p {shlex.quote(text)}"
+    )
