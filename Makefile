@@ -81,7 +81,7 @@ bench: venv tools
 	$(PY) -m pytest -q -p no:randomly --benchmark-enable -m benchmark tests
 
 ## Mutation testing of the safety logic ([tool.mutmut] in pyproject.toml), from scratch: the
-## kill rate per module; fails when a mutant not listed in tests/mutation/equivalent.txt lives.
+## kill rate per module; fails when a mutant not recorded in tests/mutation/equivalent.yaml lives.
 mutate: venv tools
 	$(PY) .ci/mutate --all
 

@@ -93,7 +93,10 @@ Report = Callable[..., None]
 
 
 def config_errors_are_violations(validator: Callable[[Any, Report], None]) -> Callable:
-    """Wrap a validator so a bad policy config is reported as a violation (fail closed)."""
+    """Wrap a validator so a bad policy config is reported as a violation (fail closed).
+
+    Applied as a call, not with `@`, because mutmut does not mutate decorated functions.
+    """
 
     @functools.wraps(validator)
     def wrapper(args: Any, report: Report) -> None:
