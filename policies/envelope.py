@@ -14,7 +14,7 @@ Rules: no change passes; unapproved changes fail, one violation per fact, a weig
 included (else 20 -> 5 with ladder `[0, 5, 100]` would land unapproved and judge the next
 step, 5 -> 100; the decrease alone, what `dualstack rollback` writes, has no envelope change
 and always passes); approved changes pass with a decrease and fail when the same pull request
-raises the Ascend weight or changes a served image.
+raises the Ascend weight or changes a served image (on a decrease too).
 """
 
 from __future__ import annotations
@@ -95,7 +95,8 @@ def _safety_envelope_unchanged(
 ) -> None:
     """Fail each envelope change without `ownerApproved` (a decrease too); with it, fail a
     raise of the Ascend weight above `previousWeight` or a served image other than
-    `previousImages`, unless the weight goes below `previousWeight` (an approved rollback)."""
+    `previousImages`, at any weight (an approved decrease too: 20 -> 5 may not swap the NVIDIA
+    image that serves the other 95 %)."""
     config = args.get_config()
     changes = envelope_changes(config)
     if not changes:
@@ -116,9 +117,7 @@ def _safety_envelope_unchanged(
                 None,
             )
         return
-    if previous is not None and weight is not None and weight < previous:
-        return  # an approved change with a rollback: never blocked by this policy
-    moves = []
+    moves = []  # an approved decrease keeping both images passes; one changing them does not
     if weight is not None and weight > (previous or 0):
         moves.append(f"raises the Ascend weight from {previous or 0}% to {percent(weight)}")
     before = {str(k): v for k, v in mapping(config.get("previousImages")).items()}

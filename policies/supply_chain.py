@@ -15,9 +15,12 @@ config `verifiedImages` (`dualstack policy-config`, `dualstack preview`); the
 `dualstack.io/verified-ascend-image` annotation the program writes is the head's own claim and
 is not trusted. While Ascend serves traffic, the served pair must be one of those pairs after a
 raise AND after every image change, so rolling back to an earlier verified pair passes; only
-weight 0 and a rollback (a decrease that keeps the deployed Ascend image, policy config
-`previousAscendImage`) pass without it. A decrease that also changes the image is an upgrade
-like any other: the new image would serve live traffic unchecked.
+weight 0 and a rollback (a decrease that keeps the deployed images, policy config
+`previousAscendImage` and `previousImages`) pass without it. A decrease that also changes an
+image is an upgrade like any other: the new image would serve live traffic unchecked. The
+NVIDIA image serves the rest of the traffic (all of it at weight 0), so a change of it needs a
+recorded pair naming it at every weight; the older single-image record names no NVIDIA image
+and accepts only the deployed one.
 """
 
 from __future__ import annotations
@@ -204,8 +207,8 @@ VERIFY_COMMAND = "dualstack verify-precision --stack <stack> --nvidia URL --asce
 
 
 def verified_pairs(config: Any) -> list[tuple[str | None, str]]:
-    """(nvidia image or None for any, ascend image) of config `verifiedImages` (a list of
-    {nvidia, ascend}) plus `verifiedAscendImage` (any NVIDIA image).
+    """(nvidia image or None for the deployed one, ascend image) of config `verifiedImages` (a
+    list of {nvidia, ascend}) plus `verifiedAscendImage` (the deployed NVIDIA image).
 
     Raises ConfigError naming the key when an entry is not such a mapping of image strings.
     """
@@ -227,19 +230,61 @@ def verified_pairs(config: Any) -> list[tuple[str | None, str]]:
 
 
 def _pairs_text(pairs: list[tuple[str | None, str]]) -> str:
-    return "; ".join(f"{nvidia or 'any nvidia image'} + {ascend}" for nvidia, ascend in pairs)
+    return "; ".join(
+        f"{nvidia or 'the deployed nvidia image'} + {ascend}" for nvidia, ascend in pairs
+    )
+
+
+def _deployed_nvidia(config: Any) -> str | None:
+    """The NVIDIA image the BASE (deployed) config serves, policy config `previousImages.nvidia`;
+    None when not given. Raises ConfigError naming the key when it is not a string."""
+    image = mapping(config.get("previousImages")).get("nvidia")
+    if image is not None and not isinstance(image, str):
+        raise ConfigError(f"previousImages.nvidia = {image!r} is not an image reference")
+    return image or None
+
+
+def _known(pairs: list[tuple[str | None, str]]) -> str:
+    if pairs:
+        return f"the base's precision-verified pairs are {_pairs_text(pairs)}"
+    return "the base records no precision-verified image pair (verifiedImages)"
+
+
+def _nvidia_at_weight_zero(
+    view: StackView, config: Any, pairs: list[tuple[str | None, str]], report: ReportViolation
+) -> None:
+    """At weight 0 NVIDIA serves all live traffic: an image other than the deployed one
+    (`previousImages.nvidia`; unknown counts as other) must be named by a recorded pair."""
+    workload, image, why = _backend_image(view, config, "nvidia")
+    if workload is None or image is None:
+        report(f"cannot check the NVIDIA image with the Ascend weight at 0%: {why}", None)
+        return
+    deployed = _deployed_nvidia(config)
+    if image == deployed or any(nvidia == image for nvidia, _ascend in pairs):
+        return
+    report(
+        f"with the Ascend weight at 0%: {workload.label} serves {image} to all live traffic in "
+        f"place of the deployed {deployed or '(unknown: no previousImages)'}, but no pair the "
+        f"base verified names it ({_known(pairs)}); let the verification job record a pair "
+        f"with it first (`{VERIFY_COMMAND}`) or keep the deployed NVIDIA image",
+        workload.urn,
+    )
 
 
 def _precision_verified_before_promotion(
     args: StackValidationArgs, report_violation: ReportViolation
 ) -> None:
     """While Ascend serves traffic (weight > 0), the served image pair is a precision-verified
-    one of config `verifiedImages` (the BASE's record; an entry without `nvidia` accepts any
-    NVIDIA image): after a raise AND after every image change. Exceptions: weight 0 (no
-    traffic) and a rollback, i.e. a weight below `previousWeight` serving the same Ascend image
-    as `previousAscendImage` (the deployed one): a rollback is never blocked. A decrease that
-    changes the image, or with no `previousAscendImage` to compare (fail closed), needs the
-    check like a raise. With no `previousWeight` (first deploy) any weight > 0 needs it."""
+    one of config `verifiedImages` (the BASE's record): after a raise AND after every image
+    change. An entry without `nvidia` (the older `verifiedAscendImage`) accepts only the
+    deployed NVIDIA image (`previousImages.nvidia`). Exceptions: weight 0 (no Ascend traffic;
+    the NVIDIA image, which then serves everything, must still be the deployed one or named by
+    a recorded pair, unless there is no base: `previousWeight` absent) and a rollback, i.e. a
+    weight below `previousWeight` serving the same Ascend image as `previousAscendImage` and
+    the same NVIDIA image as `previousImages.nvidia` (the deployed ones): a rollback is never
+    blocked. A decrease that changes an image, or with no deployed image to compare (fail
+    closed), needs the check like a raise. With no `previousWeight` (first deploy) any weight
+    > 0 needs it."""
     config = args.get_config()
     previous = config_int(config, "previousWeight", 0, 100)
     previous_image = _optional_image(config, "previousAscendImage")
@@ -252,41 +297,46 @@ def _precision_verified_before_promotion(
         report_violation(f"cannot judge the Ascend share: {message}", urn)
     weight = shares.most
     if weight == 0:
-        return  # no Ascend traffic: never blocked
+        if previous is not None:
+            _nvidia_at_weight_zero(view, config, pairs, report_violation)
+        return  # no Ascend traffic: the Ascend image is never blocked
     workload, image, why = _backend_image(view, config, "ascend")
+    _nvidia_workload, nvidia_image, _why = _backend_image(view, config, "nvidia")
+    deployed_nvidia = _deployed_nvidia(config)
+    nvidia_kept = deployed_nvidia is not None and nvidia_image == deployed_nvidia
     decrease = previous is not None and weight < previous
-    if decrease and image is not None and image == previous_image:
-        return  # a rollback to less traffic on the deployed image: never blocked
+    if decrease and nvidia_kept and image is not None and image == previous_image:
+        return  # a rollback to less traffic on the deployed images: never blocked
     if previous is None or weight > previous:
         move = f"raising the Ascend weight from {previous or 0}% to {percent(weight)}"
     elif decrease:
         lowering = f"lowering the Ascend weight from {previous}% to {percent(weight)}"
-        move = (
-            f"{lowering} while replacing the deployed image {previous_image}"
-            if previous_image
-            else f"{lowering} with no previousAscendImage to show the image is the deployed one"
-        )
+        if not previous_image:
+            move = f"{lowering} with no previousAscendImage to show the image is the deployed one"
+        elif image != previous_image:
+            move = f"{lowering} while replacing the deployed image {previous_image}"
+        else:
+            move = lowering
     else:
         move = f"with the Ascend weight at {percent(weight)}"
+    if deployed_nvidia is not None and not nvidia_kept:
+        move = f"{move} while replacing the deployed NVIDIA image {deployed_nvidia}"
     if workload is None or image is None:
         report_violation(f"cannot check the Ascend image {move}: {why}", None)
         return
-    _nvidia_workload, nvidia_image, _why = _backend_image(view, config, "nvidia")
-    if any(ascend == image and nvidia in (None, nvidia_image) for nvidia, ascend in pairs):
+    accepted = (None, nvidia_image) if nvidia_kept else (nvidia_image,)
+    if any(ascend == image and nvidia in accepted for nvidia, ascend in pairs):
         return
     fix = (
-        f"run the precision check for {image} and let the verification job record the pair "
+        f"run the precision check for {image}"
+        + ("" if nvidia_kept or deployed_nvidia is None else f" with {nvidia_image}")
+        + " and let the verification job record the pair "
         f"(`{VERIFY_COMMAND}`, merged before this change), or set the weight to 0 while the "
-        "new image is checked (weight 0, and a decrease that keeps the deployed image, are "
+        "new image is checked (weight 0, and a decrease that keeps the deployed images, are "
         "never blocked)"
     )
     served = f"serves {nvidia_image} + {image} to live traffic"
-    known = (
-        f"the base's precision-verified pairs are {_pairs_text(pairs)}"
-        if pairs
-        else "the base records no precision-verified image pair (verifiedImages)"
-    )
-    report_violation(f"{move}: {workload.label} {served}, but {known}; {fix}", workload.urn)
+    report_violation(f"{move}: {workload.label} {served}, but {_known(pairs)}; {fix}", workload.urn)
 
 
 precision_verified_before_promotion_validator = per_service(
@@ -329,8 +379,8 @@ POLICIES = [
         name="precision-verified-before-promotion",
         description="While Ascend serves traffic (weight > 0), the served image pair is one "
         "the base records as precision-verified, after a raise and after every image change "
-        "(a decrease included); weight 0 and a rollback (a decrease keeping the deployed image) "
-        "are never blocked.",
+        "(a decrease included); a new NVIDIA image needs a recorded pair naming it at every "
+        "weight; a rollback (a decrease keeping the deployed images) is never blocked.",
         validate=precision_verified_before_promotion_validator,
         enforcement_level=EnforcementLevel.MANDATORY,
         config_schema=PolicyConfigSchema(
@@ -344,6 +394,13 @@ POLICIES = [
                     "absent, every weight > 0 needs it. Written by `dualstack policy-config "
                     "--base` and `dualstack preview --base`.",
                 },
+                "previousImages": {
+                    "type": "object",
+                    "properties": {"nvidia": {"type": "string"}, "ascend": {"type": "string"}},
+                    "description": "The images the BASE (deployed) config serves, by hardware. "
+                    "An NVIDIA image other than `nvidia` needs a recorded pair naming it, at "
+                    "every weight; absent with a previousWeight, every NVIDIA image does.",
+                },
                 "verifiedImages": {
                     "type": "array",
                     "items": {
@@ -355,13 +412,14 @@ POLICIES = [
                         "required": ["ascend"],
                     },
                     "description": "The BASE's verification history: {nvidia, ascend} image "
-                    "pairs whose precision check passed (no nvidia: any NVIDIA image). Written "
+                    "pairs whose precision check passed (no nvidia: the deployed NVIDIA image). "
+                    "Written "
                     "by `dualstack policy-config` from the base, never from the change.",
                 },
                 "verifiedAscendImage": {
                     "type": "string",
-                    "description": "One more verified Ascend image (any NVIDIA image), the "
-                    "older single-image record; set by hand only.",
+                    "description": "One more verified Ascend image (with the deployed NVIDIA "
+                    "image only), the older single-image record; set by hand only.",
                 },
                 **SHARE_SCHEMAS,
             }

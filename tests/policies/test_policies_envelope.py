@@ -103,6 +103,22 @@ def test_an_approved_change_with_a_new_image_fails(good_stack):
     )
 
 
+@pytest.mark.parametrize(("previous", "weight"), [(20, 5), (50, 0)])
+def test_an_approved_decrease_may_not_change_an_image(good_stack, previous, weight):
+    """Issue 28: 20 -> 5 approved for another change may not swap the NVIDIA image too."""
+    stack = good_stack(weight)
+    container = find(stack, "Deployment", "nvidia")["spec"]["template"]["spec"]["containers"][0]
+    container["image"] = "evil.example/inference-service:v1.2.3-cuda"
+    config = {"envelopeChanges": [CHANGE], "ownerApproved": True, "previousImages": IMAGES}
+    [message] = envelope(stack, previousWeight=previous, **config)
+    assert message == (
+        "the owners approved envelope changes (capacity.totalReplicas: 4 -> 1), but the same "
+        f"pull request changes the nvidia image {NVIDIA_IMAGE} -> "
+        "evil.example/inference-service:v1.2.3-cuda: land the envelope change first, then the "
+        "step in its own pull request"
+    )
+
+
 def test_an_approved_first_deploy_may_start_at_zero_only(good_stack):
     new_stack = [{**CHANGE, "fact": "Pulumi.canary.yaml", "kind": "stack"}]
     assert envelope(good_stack(0), envelopeChanges=new_stack, ownerApproved=True) == []

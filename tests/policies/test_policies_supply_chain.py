@@ -180,7 +180,7 @@ class TestImagePairConsistent:
             "the verification job record the pair (`dualstack verify-precision --stack <stack> "
             "--nvidia URL --ascend URL`, merged before this change), or set the weight to 0 "
             "while the new image is checked (weight 0, and a decrease that keeps the deployed "
-            "image, are never blocked)"
+            "images, are never blocked)"
         ]
 
     def test_stack_without_split_is_not_applicable(self):
@@ -251,7 +251,7 @@ class TestPrecisionVerifiedBeforePromotion:
         assert "or set the weight to 0 while the new image is checked" in message
 
     def test_the_message_lists_every_verified_pair_of_the_base(self):
-        """An entry without `nvidia` accepts any NVIDIA image, and the message says so."""
+        """An entry without `nvidia` accepts the deployed NVIDIA image, and the message says so."""
         stack = good_stack(20)
         set_image(stack, "ascend", NEW_ASCEND)
         older = "registry/inference-service:v1.1.0-npu"
@@ -260,10 +260,11 @@ class TestPrecisionVerifiedBeforePromotion:
         assert message == (
             f"with the Ascend weight at 20%: Deployment inference/inference-green serves "
             f"{NVIDIA_IMAGE} + {NEW_ASCEND} to live traffic, but the base's precision-verified "
-            f"pairs are {NVIDIA_IMAGE} + {ASCEND_IMAGE}; any nvidia image + {older}; run the "
+            f"pairs are {NVIDIA_IMAGE} + {ASCEND_IMAGE}; the deployed nvidia image + {older}; run "
+            "the "
             f"precision check for {NEW_ASCEND} and let the verification job record the pair "
             f"({VERIFY}, merged before this change), or set the weight to 0 while the new image "
-            "is checked (weight 0, and a decrease that keeps the deployed image, are never "
+            "is checked (weight 0, and a decrease that keeps the deployed images, are never "
             "blocked)"
         )
 
@@ -335,7 +336,11 @@ class TestPrecisionVerifiedBeforePromotion:
         """A decrease keeping the deployed image is never blocked, even with no verified pair."""
         stack = good_stack(weight)
         set_image(stack, "ascend", NEW_ASCEND)
-        config = {"previousWeight": previous, "previousAscendImage": NEW_ASCEND}
+        config = {
+            "previousWeight": previous,
+            "previousAscendImage": NEW_ASCEND,
+            "previousImages": {"nvidia": NVIDIA_IMAGE},
+        }
         assert precision(stack, config) == []
         assert precision(stack, {**config, "verifiedImages": []}) == []
 
@@ -365,12 +370,6 @@ class TestPrecisionVerifiedBeforePromotion:
         set_image(stack, "nvidia", NEW_NVIDIA)
         [message] = precision(stack, {"previousWeight": 5})
         assert f"serves {NEW_NVIDIA} + {ASCEND_IMAGE} to live traffic" in message
-
-    def test_the_single_image_record_accepts_any_nvidia_image(self):
-        stack = good_stack(20)
-        set_image(stack, "nvidia", NEW_NVIDIA)
-        config = {"previousWeight": 5, "verifiedImages": [], "verifiedAscendImage": ASCEND_IMAGE}
-        assert precision(stack, config) == []
 
     def test_decrease_to_a_new_verified_image_passes(self):
         stack = good_stack(20)
@@ -443,6 +442,121 @@ class TestPrecisionVerifiedBeforePromotion:
     def test_no_split_is_not_applicable(self):
         stack = [o for o in good_stack(20) if o["kind"] != "VirtualService"]
         assert precision(stack, {"previousWeight": 5}) == NOT_APPLICABLE
+
+
+class TestTheNvidiaImageIsJudgedAtEveryWeight:
+    """Issue 28: the NVIDIA image serves the rest of the traffic (all of it at weight 0): a
+    change of it needs a recorded pair naming it, on a decrease and at weight 0 too; the older
+    single-image record (`verifiedAscendImage`, no `nvidia`) accepts only the deployed one."""
+
+    EVIL = "evil.example/inference-service:v1.2.3-cuda"
+
+    def config(self, previous, **more):
+        deployed = {"nvidia": NVIDIA_IMAGE, "ascend": ASCEND_IMAGE}
+        config = {"previousWeight": previous, "previousAscendImage": ASCEND_IMAGE}
+        return {**config, "previousImages": deployed, **more}
+
+    @pytest.mark.parametrize(("previous", "weight"), [(20, 5), (100, 80), (50, 20)])
+    def test_a_decrease_swapping_the_nvidia_image_needs_a_verified_pair(self, previous, weight):
+        stack = good_stack(weight)
+        set_image(stack, "nvidia", self.EVIL)
+        [message] = precision(stack, self.config(previous))
+        assert message.startswith(
+            f"lowering the Ascend weight from {previous}% to {weight}% while replacing the "
+            f"deployed NVIDIA image {NVIDIA_IMAGE}: Deployment inference/inference-green "
+            f"serves {self.EVIL} + {ASCEND_IMAGE} to live traffic, but the base's "
+            f"precision-verified pairs are {NVIDIA_IMAGE} + {ASCEND_IMAGE}; run the precision "
+            f"check for {ASCEND_IMAGE} with {self.EVIL}"
+        )
+
+    @pytest.mark.parametrize("previous", [0, 20])
+    def test_at_weight_zero_an_nvidia_change_needs_a_recorded_pair(self, previous):
+        stack = good_stack(0)
+        set_image(stack, "nvidia", NEW_NVIDIA)
+        [(message, where)] = stack_reports(
+            "precision-verified-before-promotion",
+            stack,
+            {"verifiedImages": BASE_VERIFIED, **self.config(previous)},
+        )
+        assert message == (
+            f"with the Ascend weight at 0%: Deployment inference/inference-blue serves "
+            f"{NEW_NVIDIA} to all live traffic in place of the deployed {NVIDIA_IMAGE}, but no "
+            f"pair the base verified names it (the base's precision-verified pairs are "
+            f"{NVIDIA_IMAGE} + {ASCEND_IMAGE}); let the verification job record a pair with "
+            f"it first ({VERIFY}) or keep the deployed NVIDIA image"
+        )
+        assert where == urn(find(stack, "Deployment", "nvidia"))
+        history = [*BASE_VERIFIED, {"nvidia": NEW_NVIDIA, "ascend": NEW_ASCEND}]
+        assert precision(stack, self.config(previous, verifiedImages=history)) == []
+
+    def test_at_weight_zero_the_single_image_record_names_no_nvidia_image(self):
+        stack = good_stack(0)
+        set_image(stack, "nvidia", NEW_NVIDIA)
+        legacy = self.config(20, verifiedImages=[{"ascend": ASCEND_IMAGE}])
+        [message] = precision(stack, legacy)
+        assert f"serves {NEW_NVIDIA} to all live traffic" in message
+        assert f"the deployed nvidia image + {ASCEND_IMAGE}" in message
+
+    def test_at_weight_zero_the_deployed_nvidia_image_needs_no_record(self):
+        stack = good_stack(0)
+        set_image(stack, "ascend", NEW_ASCEND)
+        assert precision(stack, self.config(20, verifiedImages=[])) == []
+
+    def test_at_weight_zero_without_the_deployed_images_the_change_is_judged(self):
+        """A base but no previousImages: the NVIDIA image may have changed (fail closed)."""
+        [message] = precision(good_stack(0), {"previousWeight": 20, "verifiedImages": []})
+        assert message.startswith(
+            "with the Ascend weight at 0%: Deployment inference/inference-blue serves "
+            f"{NVIDIA_IMAGE} to all live traffic in place of the deployed (unknown: no "
+            "previousImages), but no pair the base verified names it (the base records no "
+            "precision-verified image pair (verifiedImages));"
+        )
+        assert precision(good_stack(0), {"previousWeight": 20}) == []  # a recorded pair
+
+    def test_at_weight_zero_a_missing_nvidia_backend_fails_closed(self):
+        stack = good_stack(0)
+        find(stack, "Deployment", "nvidia")["spec"]["template"]["spec"]["containers"] = []
+        assert precision(stack, self.config(20)) == [
+            "cannot check the NVIDIA image with the Ascend weight at 0%: Deployment "
+            "inference/inference-blue has no containers"
+        ]
+
+    def test_the_single_image_record_accepts_only_the_deployed_nvidia_image(self):
+        legacy = self.config(5, verifiedImages=[], verifiedAscendImage=ASCEND_IMAGE)
+        assert precision(good_stack(20), legacy) == []
+        stack = good_stack(20)
+        set_image(stack, "nvidia", NEW_NVIDIA)
+        [message] = precision(stack, legacy)
+        assert message.startswith(
+            "raising the Ascend weight from 5% to 20% while replacing the deployed NVIDIA image "
+            f"{NVIDIA_IMAGE}: Deployment inference/inference-green serves {NEW_NVIDIA} + "
+            f"{ASCEND_IMAGE} to live traffic, but the base's precision-verified pairs are the "
+            f"deployed nvidia image + {ASCEND_IMAGE}; "
+        )
+
+    def test_without_the_deployed_images_the_single_image_record_accepts_none(self):
+        config = {"previousWeight": 5, "verifiedImages": [], "verifiedAscendImage": ASCEND_IMAGE}
+        [message] = precision(good_stack(20), config)
+        assert "while replacing the deployed NVIDIA image" not in message
+        assert f"serves {NVIDIA_IMAGE} + {ASCEND_IMAGE} to live traffic" in message
+
+    @pytest.mark.parametrize(("previous", "weight"), [(20, 5), (50, 0), (100, 20)])
+    def test_a_plain_rollback_is_never_blocked(self, previous, weight):
+        """Weight down, both images the deployed ones: passes with no record at all."""
+        assert precision(good_stack(weight), self.config(previous, verifiedImages=[])) == []
+
+    def test_a_decrease_to_a_recorded_pair_with_a_new_nvidia_image_passes(self):
+        stack = good_stack(5)
+        set_image(stack, "nvidia", NEW_NVIDIA)
+        history = [{"nvidia": NEW_NVIDIA, "ascend": ASCEND_IMAGE}]
+        assert precision(stack, self.config(20, verifiedImages=history)) == []
+
+    @pytest.mark.parametrize("bad", [7, ["x"]])
+    def test_bad_deployed_images_fail_closed(self, bad):
+        config = {"previousWeight": 20, "previousImages": {"nvidia": bad}}
+        [message] = precision(good_stack(0), config)
+        assert message.startswith("policy config previousImages.nvidia = ")
+        assert "is not an image reference" in message
 
 
 # images-pinned-by-digest -------------------------------------------------------------------

@@ -270,9 +270,16 @@ class TestSubsetsAreLookedUpUnderTheirHost:
         """0% by the main host's subsets passes although `nvidia` of inference-pool (listed
         first) selects the Ascend pods."""
         stack = two_hosts_stack()
-        for policy in (*SHARE_POLICIES, "route-weights-valid"):
+        judged = [p for p in SHARE_POLICIES if p != "precision-verified-before-promotion"]
+        for policy in (*judged, "route-weights-valid"):
             assert stack_violations(policy, stack, {"previousWeight": 0}) == [], policy
         assert shares(stack).most == 0
+        # At 0% the NVIDIA image serves everything and is judged (issue 28): a subset name
+        # that selects two workloads names no one NVIDIA image, so that check fails closed.
+        [nvidia] = stack_violations(
+            "precision-verified-before-promotion", stack, {"previousWeight": 0}
+        )
+        assert nvidia.startswith("cannot check the NVIDIA image with the Ascend weight at 0%: ")
 
     def test_a_route_to_the_other_host_s_nvidia_subset_is_ascend_traffic(self):
         """`nvidia` of inference-pool selects the Ascend pods: 100% there is a jump 0 -> 100."""

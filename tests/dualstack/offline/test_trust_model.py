@@ -97,7 +97,10 @@ def test_a_foreign_registry_is_not_verified_by_claiming_it(repo, capsys):
     code, _out, err = preview(repo, capsys)
     assert code == 1
     assert failed_policies(err) == {"precision-verified-before-promotion", ENVELOPE}
-    assert "raising the Ascend weight from 5% to 20%: Deployment inference/inference-green " in err
+    assert (
+        "raising the Ascend weight from 5% to 20% while replacing the deployed NVIDIA image "
+        f"{V123['nvidia']}: Deployment inference/inference-green "
+    ) in err
 
 
 # ------------------------------------------------------------- 2. self-widened facts
@@ -383,6 +386,43 @@ def test_a_decrease_does_not_carry_an_unapproved_envelope_change(repo, capsys, k
     assert code == 1
     assert failed_policies(err) == {ENVELOPE}
     assert f"  FAIL {ENVELOPE} [mandatory]: {fact}" in out
+
+
+EVIL_NVIDIA = "evil.example/inference-service:v1.2.3-cuda"
+
+
+@pytest.mark.parametrize(("before", "after"), [(20, 5), (20, 0)])
+def test_a_decrease_may_not_swap_the_nvidia_image(repo, capsys, before, after):
+    """Issue 28: 20 -> 5 (or 0) with the NVIDIA image, which serves the rest, moved to another
+    registry is no rollback: the image is named by no pair the base recorded."""
+    at(repo, before)
+    head(repo, ascendWeight=str(after), nvidia={"image": EVIL_NVIDIA})
+    code, _out, err = preview(repo, capsys)
+    assert code == 1
+    assert failed_policies(err) == {"precision-verified-before-promotion"}
+    assert EVIL_NVIDIA in err
+
+
+def test_the_single_image_record_accepts_no_other_nvidia_image(repo, capsys):
+    """The older `verifiedAscendImage` names no NVIDIA image: only the deployed one counts."""
+    at(repo, 5, verifiedImages=[], verifiedAscendImage=V123["ascend"])
+    head(repo, nvidia={"image": EVIL_NVIDIA})
+    code, _out, err = preview(repo, capsys)
+    assert code == 1
+    assert failed_policies(err) == {"precision-verified-before-promotion"}
+    assert f"serves {EVIL_NVIDIA} + {V123['ascend']} to live traffic" in err
+    head(repo, nvidia={"image": V123["nvidia"]}, ascendWeight="20")
+    code, out, err = preview(repo, capsys)
+    assert code == 0, out + err
+
+
+def test_an_approved_decrease_may_not_swap_the_nvidia_image(repo, capsys):
+    at(repo, 50)
+    head(repo, ascendWeight="20", capacity={"totalReplicas": 6}, nvidia={"image": EVIL_NVIDIA})
+    code, _out, err = preview(repo, capsys, "--owner-approved")
+    assert code == 1
+    assert ENVELOPE in failed_policies(err)
+    assert f"changes the nvidia image {V123['nvidia']} -> {EVIL_NVIDIA}" in err
 
 
 def test_an_image_rollback_to_an_earlier_verified_pair_passes(repo, capsys):
