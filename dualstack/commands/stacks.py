@@ -15,11 +15,6 @@ from pathlib import Path
 from dualstack.errors import UsageError
 
 
-def stack_names(root: Path) -> list[str]:
-    """Stacks with a `Pulumi.<stack>.yaml` in `root`, sorted."""
-    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in root.glob("Pulumi.*.yaml"))
-
-
 def add_stack_argument(parser: argparse.ArgumentParser, many: bool = False) -> None:
     """`-s/--stack`: one stack (`many=False`), or repeatable with every stack as default."""
     if many:
@@ -47,9 +42,9 @@ def one_stack(root: Path, given: str | None, verb: str) -> str:
     """
     if given is not None:  # an empty or bad name is the stack file reader's to refuse
         return given
-    from dualstack.repo.stackfile import StackFileError  # settings: pydantic, kept lazy
+    from dualstack.repo.stackfile import StackFileError, stacks  # pydantic, kept lazy
 
-    names = stack_names(root)
+    names = stacks(root)
     if len(names) == 1:
         return names[0]
     if not names:
@@ -64,11 +59,11 @@ def every_stack(root: Path, given: list[str] | None) -> list[str]:
 
     Raises StackFileError when the repo has no stack file.
     """
-    from dualstack.repo.stackfile import StackFileError  # settings: pydantic, kept lazy
+    from dualstack.repo.stackfile import StackFileError, stacks  # pydantic, kept lazy
 
     if given:
         return list(dict.fromkeys(given))
-    names = stack_names(root)
+    names = stacks(root)
     if not names:
         raise StackFileError(f"no Pulumi.<stack>.yaml in {root}")
     return names

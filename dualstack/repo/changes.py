@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dualstack.repo.git import GitError, git
+from dualstack.repo.stackfile import stack_of
 
-STACK_FILE = re.compile(r"^Pulumi\.(?P<stack>[A-Za-z0-9_.-]+)\.ya?ml$")
-"""`Pulumi.<stack>.yaml` at the repo root (Pulumi also reads `.yml`)."""
+__all__ = ["stack_of"]  # the stack-file name rule is `dualstack.repo.stackfile`'s
 
 INERT_PATHS = ("README.md", "LICENSE", "docs/", "tests/", "examples/")
 """Files and folders (ending in `/`) that neither deploy nor judge a stack: the documentation,
@@ -69,12 +69,6 @@ def is_production(stack: str) -> bool:
 def deploy_order(stacks: Iterable[str]) -> list[str]:
     """Unique stacks, non-production first, each group alphabetical: [staging, prod]."""
     return sorted(set(stacks), key=lambda stack: (is_production(stack), stack))
-
-
-def stack_of(path: str) -> str | None:
-    """The stack a repo-relative path configures, or None: `Pulumi.prod.yaml` -> `prod`."""
-    match = STACK_FILE.match(path)
-    return match["stack"] if match else None
 
 
 def _under(path: str, prefixes: Iterable[str]) -> bool:

@@ -32,6 +32,12 @@ MAX_VALUES = 100_000
 """Most values (mapping entries and list items, aliases expanded) a stack file may hold."""
 STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 """A stack's own name (Pulumi: alphanumerics, hyphens, underscores and periods)."""
+STACK_FILE = re.compile(r"Pulumi\.(?P<stack>[A-Za-z0-9_.-]{1,100})\.yaml")
+"""A stack file's name, `Pulumi.<stack>.yaml`, at the project's root. Only `.yaml` counts: the
+Pulumi CLI looks for `Pulumi.<stack>` with its project file's extension (pkg/workspace
+`DetectProjectStackPath`), and the project file here is `Pulumi.yaml`; a `Pulumi.dev.yml`
+beside it is not a stack Pulumi would deploy, so it is none of ours either (a change to it is
+a change to the program, `dualstack.repo.changes.touches_program`: fail closed)."""
 
 
 class StackFileError(RuntimeError):
@@ -53,6 +59,23 @@ def check_stack_name(stack: str) -> str:
         f"--stack {shown(stack, 80)}: not a stack name (letters, digits, '-', '_' and '.', "
         f"at most 100 characters){hint}"
     )
+
+
+def stack_of(path: str) -> str | None:
+    """The stack a repo-relative path configures, or None: `Pulumi.prod.yaml` -> `prod`;
+    `Pulumi.yaml` (the project), `Pulumi.dev.yml`, `sub/Pulumi.prod.yaml` -> None."""
+    match = STACK_FILE.fullmatch(path)
+    if match is None or match["stack"] in (".", ".."):
+        return None
+    return match["stack"]
+
+
+def stacks(root: Path) -> list[str]:
+    """The stacks of the project at `root`: every `Pulumi.<stack>.yaml` file there (`stack_of`),
+    sorted by name. The one answer to "which stacks are there" (`-s` defaults, `rollback --all
+    --emergency`, the messages naming the stacks)."""
+    found = (stack_of(p.name) for p in Path(root).glob("Pulumi.*") if p.is_file())
+    return sorted(stack for stack in found if stack is not None)
 
 
 def stack_path(root: Path, stack: str) -> Path:
@@ -200,11 +223,8 @@ def read_config(root: Path, stack: str) -> dict[str, Any]:
     """The config of `Pulumi.<stack>.yaml` in `root`. Raises StackFileError if missing."""
     path = stack_path(root, stack)
     if not path.is_file():
-        known = sorted(
-            p.name[len("Pulumi.") : -len(".yaml")] for p in Path(root).glob("Pulumi.*.yaml")
-        )
         raise StackFileError(
-            f"no stack file {path.name} in {root}; stacks here: {', '.join(known) or 'none'}"
+            f"no stack file {path.name} in {root}; stacks here: {', '.join(stacks(root)) or 'none'}"
         )
     return parse_config(read_text(path), path.name)
 

@@ -45,7 +45,7 @@ from dualstack.pulumi_cli import (
     read_deployed_weights,
     run_pulumi,
 )
-from dualstack.repo.changes import deploy_order, stack_of
+from dualstack.repo.changes import deploy_order
 from dualstack.repo.git import GitError, git
 from dualstack.repo.stackfile import (
     StackFileError,
@@ -53,6 +53,7 @@ from dualstack.repo.stackfile import (
     read_config_at,
     set_config_values,
     stack_path,
+    stacks,
 )
 from dualstack.step.emergency import weight_targets
 from dualstack.step.publish import choose_branch, default_branch
@@ -76,10 +77,10 @@ PROGRAM_FILES = ("__main__.py", "Pulumi.yaml", "components")
 def fleet(root: Path) -> list[str]:
     """Every stack with a `Pulumi.<stack>.yaml` in `root`, in deploy order: what `--all` rolls
     back (every service of each: `weight_targets` names the traffic objects of each)."""
-    stacks = deploy_order(s for p in Path(root).glob("Pulumi.*.y*ml") if (s := stack_of(p.name)))
-    if not stacks:
+    found = deploy_order(stacks(root))
+    if not found:
         raise StackFileError(f"no Pulumi.<stack>.yaml in {root}: nothing to roll back")
-    return stacks
+    return found
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ STACKS = ["prod", "staging"]
     ("path", "stack"),
     [
         ("Pulumi.prod.yaml", "prod"),
-        ("Pulumi.staging.yml", "staging"),
+        ("Pulumi.staging.yml", None),  # not a stack: Pulumi reads `Pulumi.<stack>.yaml`
         ("Pulumi.prod-eu.yaml", "prod-eu"),
         ("Pulumi.yaml", None),  # the project file, not a stack
         ("sub/Pulumi.prod.yaml", None),  # another project's stack
