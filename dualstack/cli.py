@@ -17,19 +17,25 @@ from dualstack import __version__
 from dualstack.errors import EXIT_ERROR, EXIT_OK, UsageError, error_lines
 from dualstack.redaction import redact
 
-COMMANDS = (
-    "render",
-    "preview",
-    "status",
-    "gate",
-    "promote",
-    "rollback",
-    "policy_config",
-    "precision_check",
-    "verify_precision",
-    "ci",
-    "completion",
-)
+VERBS = {
+    "render": "print every Kubernetes object of a stack (offline, Pulumi mocks)",
+    "preview": "what a migration step changes, against a git base (offline)",
+    "status": "each stack's weight, ladder position, next step, verified image, drift",
+    "gate": "judge the next ladder step on Prometheus data (exit 0 only on PASS)",
+    "promote": "gate, then raise ascendWeight one ladder step; print the PR text",
+    "rollback": "lower ascendWeight to 0 (or --to a lower step) and print the fastest path",
+    "policy-config": "write the policy pack config (previous weight, base facts, envelope) "
+    "for pulumi",
+    "precision-check": "send the same prompts to both backends and compare the answers",
+    "verify-precision": "run the precision check; on pass record the Ascend image as verified",
+    "ci": "pipeline helpers: changed stacks, PR report, GitLab note, rollback targets",
+    "completion": "print the bash or zsh completion script",
+}
+"""Each sub-command as typed, in `--help` order, and its one-line summary: what `dualstack
+--help` lists without importing any command module. Its module is `dualstack.commands.<name,
+- as _>`, whose `register` adds the sub-parser with this summary."""
+
+COMMANDS = tuple(verb.replace("-", "_") for verb in VERBS)
 """Modules of `dualstack.commands`; each has `register(subparsers)` setting `func`."""
 
 
@@ -83,10 +89,12 @@ def chosen_command(argv: Sequence[str]) -> str | None:
     return None
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The argument parser with every sub-command registered, or only `command`'s module.
+def build_parser(command: str | None = None, every: bool = False) -> argparse.ArgumentParser:
+    """The argument parser with `command`'s module registered, or with `every` module's.
 
-    Registering one command imports only its module: `dualstack ci ...` does not pay for
+    Without either (`dualstack --help`, `--version`, no or an unknown command) each command
+    is only listed, by its summary (`dualstack.commands.VERBS`), so no command module is
+    imported; registering one imports only its module: `dualstack ci ...` does not pay for
     importing Pulumi, and `dualstack render` not for the policy pack.
     """
     parser = OneLineParser(
@@ -98,9 +106,26 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "-C", "--cwd", default=None, help="the GitOps repo (default: nearest Pulumi.yaml above .)"
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMANDS if command is None else (command,):
+    if command is None and not every:
+        for verb, summary in VERBS.items():
+            subparsers.add_parser(verb, help=summary, add_help=False)
+        return parser
+    for name in COMMANDS if every else (command,):
         importlib.import_module(f"dualstack.commands.{name}").register(subparsers)
     return parser
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    """`argv` parsed by the parser of the command it names (`chosen_command`). When that
+    names none, the parser that only lists the commands answers --help, --version and a
+    missing or unknown command, else says which command argparse found (`--cw DIR render`:
+    an abbreviated option) and that command's parser parses. Raises SystemExit for --help,
+    --version and usage errors."""
+    command = chosen_command(argv)
+    if command is None:
+        found, _ = build_parser().parse_known_args(argv)
+        command = found.command.replace("-", "_")
+    return build_parser(command).parse_args(argv)
 
 
 def expected_errors() -> tuple[type[BaseException], ...]:
@@ -136,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns its exit code (a usage error from the parser is 2)."""
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
-        args = build_parser(chosen_command(argv)).parse_args(argv)
+        args = parse(argv)
     except SystemExit as exc:  # --help, --version, or a one-line usage error
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     try:

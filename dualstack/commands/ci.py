@@ -24,6 +24,7 @@ from pathlib import Path
 from dualstack.ci.gitlab_note import GitLabNoteError, MergeRequest, upsert_note
 from dualstack.ci.junit import junit_xml, suites, summary_markdown
 from dualstack.ci.report import read_results, render, verdict
+from dualstack.cli import VERBS
 from dualstack.commands.arg_types import weight
 from dualstack.repo.changes import ChangesError, changed_stacks
 from dualstack.repo.stack_config import find_root
@@ -36,7 +37,7 @@ GITLAB_TOKEN_VARIABLE = "GITLAB_API_TOKEN"
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "ci",
-        help="pipeline helpers: changed stacks, PR report, GitLab note, rollback targets",
+        help=VERBS["ci"],
         description="Steps shared by .github/workflows and .gitlab-ci.yml.",
     )
     steps = parser.add_subparsers(dest="step", required=True, metavar="STEP")

@@ -14,6 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from dualstack.cli import VERBS
+
 SHELLS = ("bash", "zsh")
 STACKS = {"bash": "_shtab_dualstack_stacks", "zsh": "_dualstack_stacks"}
 """The shell function completing `-s/--stack` (defined in PREAMBLE)."""
@@ -44,7 +46,7 @@ _dualstack_stacks() {
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "completion",
-        help="print the bash or zsh completion script",
+        help=VERBS["completion"],
         description="Print a completion script for SHELL on stdout: verbs, options, choices, "
         "and stack names from the Pulumi.<stack>.yaml files of the current folder. Source it "
         "from your shell's start-up file or install it where the shell finds completions.",
@@ -59,7 +61,7 @@ def completion_script(shell: str) -> str:
 
     from dualstack.cli import build_parser
 
-    parser = build_parser()
+    parser = build_parser(every=True)
     for action in _actions(parser):
         if "--stack" in action.option_strings:
             action.complete = STACKS  # type: ignore[attr-defined]

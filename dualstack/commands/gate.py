@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 
 from components.settings import Settings, load_fleet
+from dualstack.cli import VERBS
+from dualstack.commands.gate_options import add_gate_arguments, gate_setup
 from dualstack.commands.machine import (
     add_json_file_argument,
     add_output_argument,
@@ -15,18 +17,18 @@ from dualstack.commands.machine import (
     wants_json,
     write_json_file,
 )
-from dualstack.commands.options import add_gate_arguments, gate_setup, run_gate
 from dualstack.commands.output_paths import check_output_file
 from dualstack.commands.stacks import add_service_argument, add_stack_argument, every_stack
 from dualstack.errors import EXIT_FAILED, EXIT_OK
 from dualstack.gate.report import report_data
+from dualstack.gate.run import run_gate
 from dualstack.repo.stack_config import find_root, load_stack_config
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "gate",
-        help="judge the next ladder step on Prometheus data (exit 0 only on PASS)",
+        help=VERBS["gate"],
         description="Query the recorded per-hardware series over a window and judge Ascend "
         "against NVIDIA: enough requests, 5xx ratio within the margin, p99 within the factor "
         "(or under the absolute SLO), precision check passed for the served image. Each "
@@ -56,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         for index, (stack, member) in enumerate(judged):
             if index:
                 print()
-            runs.append(run_gate(args, member, stack, setup))
+            runs.append(run_gate(member, stack, setup))
     passed = all(run.report.passed for run in runs)
     if args.markdown is not None:
         text = "\n".join(run.markdown or "" for run in runs)

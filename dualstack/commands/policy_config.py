@@ -9,6 +9,7 @@ from pathlib import Path
 
 from components import ladder as rungs
 from components.settings import PROJECT, load_fleet
+from dualstack.cli import VERBS
 from dualstack.commands.arg_types import weight
 from dualstack.commands.output_paths import check_output_file
 from dualstack.commands.stacks import add_stack_argument, one_stack
@@ -25,7 +26,7 @@ from dualstack.repo.stackfile import read_config
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "policy-config",
-        help="write the policy pack config (previous weight, base facts, envelope) for pulumi",
+        help=VERBS["policy-config"],
         description="Build the JSON file for `pulumi preview --policy-pack <base>/policies "
         "--policy-pack-config FILE`, judged by the BASE: its code computes every fact the "
         "policies compare against from the base's stack file (step limit, capacity, pools, "

@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 
 import precision_check as checker
+from dualstack.cli import VERBS
 from dualstack.commands.output_paths import check_output_file
 from precision_check.options import flag
 
@@ -19,7 +20,7 @@ from precision_check.options import flag
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "precision-check",
-        help="send the same prompts to both backends and compare the answers",
+        help=VERBS["precision-check"],
         description="Send the same prompts to the NVIDIA and the Ascend OpenAI-compatible "
         "backend (bypassing the traffic split) and compare the answers: exact text, a common "
         "prefix, per-token logprobs within a tolerance, or top-k closeness (vLLM's rule); "

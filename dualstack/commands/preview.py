@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dualstack.cli import VERBS
 from dualstack.commands.machine import (
     add_json_file_argument,
     add_output_argument,
@@ -41,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `preview` sub-command to the `dualstack` parser."""
     parser = subparsers.add_parser(
         "preview",
-        help="what a migration step changes, against a git base (offline)",
+        help=VERBS["preview"],
         description="Render the stack from the working tree with this code, and have BASE's "
         "own code judge it: BASE's render, facts (previous weight, step limit, capacity, "
         "verified images, ...), envelope changes and policy pack. Prints the weight move, the "

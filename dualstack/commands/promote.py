@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 
 from components.settings import Settings, SettingsError, load_fleet, load_settings
+from dualstack.cli import VERBS
+from dualstack.commands.gate_options import add_gate_arguments, gate_setup
 from dualstack.commands.machine import (
     add_output_argument,
     document,
@@ -14,20 +16,14 @@ from dualstack.commands.machine import (
     human_text_to_stderr,
     wants_json,
 )
-from dualstack.commands.options import (
-    add_gate_arguments,
-    add_pr_arguments,
-    commit_plan,
-    gate_setup,
-    policy_refusal,
-    publish,
-    run_gate,
-)
 from dualstack.commands.output_paths import check_output_file
+from dualstack.commands.pr_options import add_pr_arguments, commit_plan, publish
 from dualstack.commands.stacks import add_service_argument, add_stack_argument, one_stack
 from dualstack.errors import UsageError
 from dualstack.gate.criteria import GateReport
 from dualstack.gate.report import report_data, verdict
+from dualstack.gate.run import run_gate
+from dualstack.offline.policy_results import policy_refusal
 from dualstack.offline.preview import Preview, build_preview, format_preview
 from dualstack.offline.preview_data import policy_data, preview_data
 from dualstack.pulumi_cli import StackOutputError, deployed_weight_of
@@ -46,7 +42,7 @@ from dualstack.step.weights import change_weight, restore_stack_file
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "promote",
-        help="gate, then raise ascendWeight one ladder step; print the PR text",
+        help=VERBS["promote"],
         description="Check the promotion gate (unless --skip-gate --reason), set ascendWeight "
         "(a fleet member's services.<name>.ascendWeight, --service) to the next ladder step "
         "(pulumi config set, or an in-place edit of the stack file that keeps its comments), "
@@ -200,7 +196,7 @@ def _promote(
     report, gate_markdown = None, None
     if reason is None:
         step = (settings.ascend_weight, target)
-        gate = run_gate(args, settings, args.stack, gate_setup(args), markdown=True, step=step)
+        gate = run_gate(settings, args.stack, gate_setup(args), markdown=True, step=step)
         report, gate_markdown = gate.report, gate.markdown
         if args.markdown is not None:
             args.markdown.write_text(gate_markdown or "", encoding="utf-8")

@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from dualstack.cli import VERBS
 from dualstack.commands.output_paths import check_output_dir
 from dualstack.commands.stacks import add_stack_argument, one_stack
 from dualstack.offline.render import file_name, render_fleet, to_yaml
@@ -60,7 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `render` sub-command to the `dualstack` parser."""
     parser = subparsers.add_parser(
         "render",
-        help="print every Kubernetes object of a stack (offline, Pulumi mocks)",
+        help=VERBS["render"],
         description="Run the Pulumi program under mocks with the stack's config and print "
         "every object as multi-document YAML, sorted by kind, namespace and name. Every "
         "object is schema-validated first.",

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from components import ladder
 from components.settings import Fleet, SettingsError, load_fleet, load_settings
+from dualstack.cli import VERBS
 from dualstack.commands.arg_types import whole_number
 from dualstack.commands.machine import (
     add_output_argument,
@@ -19,10 +20,11 @@ from dualstack.commands.machine import (
     human_text_to_stderr,
     wants_json,
 )
-from dualstack.commands.options import add_pr_arguments, commit_plan, policy_refusal, publish
 from dualstack.commands.output_paths import check_output_file
+from dualstack.commands.pr_options import add_pr_arguments, commit_plan, publish
 from dualstack.commands.stacks import add_service_argument, add_stack_argument, one_stack
 from dualstack.errors import EXIT_ERROR, UsageError
+from dualstack.offline.policy_results import policy_refusal
 from dualstack.offline.policy_run import PolicyResult, blocking
 from dualstack.offline.preview import (
     Side,
@@ -87,7 +89,7 @@ rollback goes on without it, since a rollback is never blocked."""
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "rollback",
-        help="lower ascendWeight to 0 (or --to a lower step) and print the fastest path",
+        help=VERBS["rollback"],
         description="Set ascendWeight (a fleet member's, --service; every service's, --all) "
         "to 0 or a lower ladder step, with no gate (lowering is "
         "always allowed), the same way promote writes it. Prints the targeted `pulumi up` "

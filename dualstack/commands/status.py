@@ -12,8 +12,9 @@ from typing import Any
 
 from components import ladder
 from components.settings import Fleet, Settings, SettingsError, load_fleet
+from dualstack.cli import VERBS
+from dualstack.commands.gate_options import PROMETHEUS_ENV
 from dualstack.commands.machine import add_output_argument, document, emit, wants_json
-from dualstack.commands.options import PROMETHEUS_ENV
 from dualstack.commands.stacks import add_service_argument, add_stack_argument, every_stack
 from dualstack.errors import EXIT_ERROR, EXIT_OK, EXIT_PENDING, UsageError
 from dualstack.gate.criteria import parse_time, parse_window
@@ -228,7 +229,7 @@ def observed_traffic(args: argparse.Namespace, settings: Settings) -> dict[str, 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "status",
-        help="each stack's weight, ladder position, next step, verified image, drift",
+        help=VERBS["status"],
         description="For each Pulumi.<stack>.yaml: the Ascend weight, its place on the "
         "ladder, the next step, the verified Ascend image, and whether the deployed weight "
         "(asked from the Pulumi backend when the CLI is installed) differs from git; with "

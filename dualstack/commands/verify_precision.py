@@ -23,6 +23,7 @@ from typing import Any
 import precision_check as checker
 from components.settings import load_settings
 from components.settings.precision import PrecisionCheckSettings
+from dualstack.cli import VERBS
 from dualstack.commands.machine import (
     add_output_argument,
     document,
@@ -52,7 +53,7 @@ CEILING = 10.0
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "verify-precision",
-        help="run the precision check; on pass record the Ascend image as verified",
+        help=VERBS["verify-precision"],
         description="Run the precision check against the stack's two backends with the "
         f"stack's precisionCheck settings; on pass write {KEY} (the stack's current Ascend "
         "image) into Pulumi.<stack>.yaml, keeping its comments (a fleet member's "

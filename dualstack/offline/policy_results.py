@@ -41,6 +41,17 @@ def blocking(results: Iterable[PolicyResult]) -> list[PolicyResult]:
     return [r for r in results if r.blocking]
 
 
+def policy_refusal(violations: Iterable[PolicyResult], stack_file: str, stays: str) -> list[str]:
+    """The error lines when a written step breaks mandatory policies (the file is restored):
+    `policy <name>: [<resource>: ]<message>` per violation, then `<stack_file> restored;
+    <stays>`."""
+    lines = [
+        f"policy {v.policy}: {v.resource + ': ' if v.resource else ''}{v.message}"
+        for v in violations
+    ]
+    return [*lines, f"{stack_file} restored; {stays}"]
+
+
 _MARK = {"violation": "FAIL", "advisory": "WARN", "pass": "ok", "disabled": "off"}
 
 

@@ -95,3 +95,42 @@ def test_unknown_command_is_one_line_listing_the_commands(project_copy) -> None:
     done = dualstack("nosuch", cwd=project_copy)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "'render'" in done.stderr and "'ci'" in done.stderr
+
+
+def imported_modules(*args: str, cwd: Path) -> list[str]:
+    """Every module a fresh `python -X importtime -m dualstack ARGS` imports, by name."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "dualstack", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("import time:")]
+    return [line.rsplit("|", 1)[1].strip() for line in lines[1:]]  # [0]: the header
+
+
+def test_version_and_help_import_neither_pulumi_nor_the_settings_models(tmp_path: Path) -> None:
+    for args in (("--version",), ("--help",)):
+        modules = imported_modules(*args, cwd=tmp_path)
+        assert "dualstack.cli" in modules  # the list is the real one
+        assert [m for m in modules if m.startswith("pulumi")] == [], args
+        assert [m for m in modules if m.startswith("pydantic")] == [], args
+        assert [m for m in modules if m.startswith("dualstack.commands.")] == [], args
+
+
+def test_help_lists_every_command_as_its_own_parser_describes_it() -> None:
+    from dualstack.cli import build_parser
+
+    listing = build_parser().format_help()
+    assert listing == build_parser(every=True).format_help()
+    for verb in ("render", "policy-config", "verify-precision", "completion"):
+        assert f"    {verb}" in listing
+
+
+def test_an_abbreviated_option_before_the_command_still_finds_it(project_copy) -> None:
+    done = dualstack("--cw", str(project_copy), "render", "-s", "nosuch", cwd=project_copy.parent)
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: no stack file Pulumi.nosuch.yaml")
