@@ -118,6 +118,12 @@ def sequence(value: Any) -> Sequence[Any]:
     return value if isinstance(value, Sequence) and not isinstance(value, str) else ()
 
 
+def one(value: Any) -> Mapping[str, Any] | None:
+    """The only entry of a one-entry list when it is a mapping, else None."""
+    items = sequence(value)
+    return mapping(items[0]) if len(items) == 1 and isinstance(items[0], Mapping) else None
+
+
 def path(value: Any, *keys: str) -> Any:
     """`value[k1][k2]...`, or None as soon as a level is missing or not a mapping."""
     for key in keys:

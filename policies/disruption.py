@@ -45,7 +45,8 @@ from policies.common import (
     path,
 )
 from policies.pins import config_pinning, pinned_hardware
-from policies.stack_view import Item, Route, StackView, replicas, routes_of, selects
+from policies.routers import routes_of
+from policies.stack_view import Item, Route, StackView, replicas, selects
 from policies.traffic_share import destination_shares, percent
 
 MIN_SERVING_REPLICAS = 2

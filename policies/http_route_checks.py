@@ -9,7 +9,8 @@ backends by the Services it routes to, told apart by the pods they reach.
 
 from __future__ import annotations
 
-from policies.stack_view import Route, StackView, destination_text, routes_of
+from policies.routers import gateway_api
+from policies.stack_view import Route, StackView, destination_text
 
 MAX_BACKEND_WEIGHT = 1_000_000
 """HTTPRoute backendRef weights are proportions 0..1000000."""
@@ -27,7 +28,7 @@ def http_route_problems(view: StackView, ascend: set[str]) -> list[tuple[str, st
     problems = []
     for item in view.http_routes:
         by_rule: dict[str, list[Route]] = {}
-        for route in routes_of(item):
+        for route in gateway_api.routes(item):
             by_rule.setdefault(route.route_key, []).append(route)
         for routes in by_rule.values():
             where = f"{item.label} rule {routes[0].route_name!r}"

@@ -10,7 +10,7 @@ as "Ascend at 100%". So a rule is a pin, and left out of the share, only when al
   `match: [{headers: {<header>: {exact: <value>}}}]`, HTTPRoute
   `matches: [{headers: [{name: <header>, value: <value>, type: Exact}]}]` (a path of
   PathPrefix `/`, the default, may be given), nothing else (no other header, no query, no
-  method, no regex, no prefix);
+  method, no regex, no prefix): each router's `pin_value` (`policies.routers`);
 - `<header>` is the configured one (the HTTPRoute compares names case-insensitively, as the
   Gateway API does; Istio keys are lowercase) and `<value>` the configured value of one
   hardware;
@@ -28,19 +28,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from policies.common import (
-    DEFAULT_PINNING,
-    ConfigError,
-    as_int,
-    config_value,
-    mapping,
-    sequence,
-)
-
-_VS_RULE_KEYS = frozenset({"name", "match", "route"})
-_ROUTE_RULE_KEYS = frozenset({"name", "matches", "backendRefs"})
-_VS_DESTINATION_KEYS = frozenset({"destination", "weight"})
-_BACKEND_KEYS = frozenset({"group", "kind", "name", "namespace", "port", "weight"})
+from policies.common import DEFAULT_PINNING, ConfigError, config_value
+from policies.routers import reader
 
 
 def config_pinning(config: Mapping[str, Any]) -> dict[str, str]:
@@ -57,70 +46,12 @@ def config_pinning(config: Mapping[str, Any]) -> dict[str, str]:
     return found
 
 
-def _one(value: Any) -> Mapping[str, Any] | None:
-    items = sequence(value)
-    return mapping(items[0]) if len(items) == 1 and isinstance(items[0], Mapping) else None
-
-
-def _virtual_service_value(entry: Mapping[str, Any], header: str) -> str | None:
-    """The pinned value of a VirtualService http entry, or None when it is not a pin rule."""
-    if set(entry) - _VS_RULE_KEYS:
-        return None
-    match = _one(entry.get("match"))
-    destinations = sequence(entry.get("route"))
-    if match is None or set(match) != {"headers"} or len(destinations) != 1:
-        return None
-    destination = mapping(destinations[0])
-    if set(destination) - _VS_DESTINATION_KEYS:
-        return None
-    weight = destination.get("weight")
-    if weight is not None and as_int(weight) != 100:
-        return None
-    headers = mapping(match.get("headers"))
-    condition = mapping(headers.get(header))
-    if set(headers) != {header} or set(condition) != {"exact"}:
-        return None
-    value = condition.get("exact")
-    return value if isinstance(value, str) else None
-
-
-def _http_route_value(rule: Mapping[str, Any], header: str) -> str | None:
-    """The pinned value of an HTTPRoute rule, or None when it is not a pin rule."""
-    if set(rule) - _ROUTE_RULE_KEYS:
-        return None
-    match = _one(rule.get("matches"))
-    refs = sequence(rule.get("backendRefs"))
-    if match is None or set(match) - {"headers", "path"} or len(refs) != 1:
-        return None
-    path = match.get("path")
-    if path is not None and dict(mapping(path)) != {"type": "PathPrefix", "value": "/"}:
-        return None
-    ref = mapping(refs[0])
-    if set(ref) - _BACKEND_KEYS:
-        return None
-    weight = ref.get("weight")
-    if weight is not None and not (as_int(weight) or 0) > 0:
-        return None  # a lone backend of weight 0 gets nothing
-    condition = _one(match.get("headers"))
-    if condition is None or set(condition) - {"name", "value", "type"}:
-        return None
-    if condition.get("type", "Exact") != "Exact":
-        return None
-    name, value = condition.get("name"), condition.get("value")
-    if not isinstance(name, str) or name.lower() != header.lower():
-        return None
-    return value if isinstance(value, str) else None
-
-
 def pinned_hardware(kind: str, entry: Mapping[str, Any], pinning: Mapping[str, str]) -> str | None:
     """`nvidia` / `ascend` when the route entry (`kind` VirtualService: an `http` entry;
     HTTPRoute: a rule) has the shape of a pin for that hardware's value; None otherwise. The
-    caller still checks where its one destination goes."""
-    header = pinning["header"]
-    if kind == "HTTPRoute":
-        value = _http_route_value(entry, header)
-    else:
-        value = _virtual_service_value(entry, header)
+    caller still checks where its one destination goes. The shape is each router's
+    (`pin_value` of `policies.routers`)."""
+    value = reader(kind).pin_value(entry, pinning["header"])
     for hardware in ("nvidia", "ascend"):
         if value is not None and value == pinning[hardware]:
             return hardware

@@ -1,5 +1,7 @@
 """The traffic split of a stack as the stack policies see it: routes, subsets, backends, and
-where each route destination really sends its traffic.
+where each route destination really sends its traffic. Each router's objects are read by its
+own reader (`policies.routers.istio`, `policies.routers.gateway_api`) into `Route`s; this
+module resolves a route's destination to the pods it reaches, under either router.
 
 Istio facts used (istio.io traffic-management reference, VirtualService and DestinationRule;
 istioctl analyze IST0101/IST0173): a short host name in a rule means
@@ -7,17 +9,10 @@ istioctl analyze IST0101/IST0173): a short host name in a rule means
 Service's endpoints); a subset is the part of its HOST's endpoints whose labels match the
 subset's labels in a DestinationRule of that host; a route to a subset that no DestinationRule
 of its host defines answers 503; a subset whose labels select no pod answers
-`503 UH no_healthy_upstream`; a route with one destination takes all traffic whatever its
-weight, and an omitted weight beside other destinations counts as 0. Kubernetes facts
-(kubernetes.io, "Service"): a Service's endpoints are the pods in its namespace whose labels
-match its `selector`; a Service without a selector (or of type ExternalName) has no pod
-endpoints the cluster manages.
-
-Gateway API facts (gateway-api.sigs.k8s.io, HTTPRoute; REFERENCE.md "Gateway API"): an
-HTTPRoute rule's `backendRefs` are the destinations, a Service by default (group "", kind
-Service), in the route's namespace unless one is given; a backendRef's `weight` is a
-proportion (weight / sum of the rule's weights) and defaults to 1; a `RequestMirror` filter
-copies requests whose responses are discarded, so it serves no traffic and is no destination.
+`503 UH no_healthy_upstream`. Kubernetes facts (kubernetes.io, "Service"): a Service's
+endpoints are the pods in its namespace whose labels match its `selector`; a Service without a
+selector (or of type ExternalName) has no pod endpoints the cluster manages. An HTTPRoute's
+backendRefs name Services, so they resolve like a host without a subset.
 """
 
 from __future__ import annotations
@@ -67,13 +62,16 @@ class Item:
 
 @dataclass(frozen=True)
 class Route:
-    """One weighted destination of one HTTP route of a VirtualService."""
+    """One weighted destination of one route of a route object (a VirtualService route's
+    destination, an HTTPRoute rule's backendRef), as the router's reader gives it
+    (`policies.routers`)."""
 
-    virtual_service: Item
+    route_object: Item
+    """The VirtualService or HTTPRoute the route belongs to."""
     route_name: str
-    """How messages name the route: its `name`, else `http[0]` (`tcp[0]`, `tls[0]`)."""
+    """How messages name the route: its `name`, else `http[0]` (`tcp[0]`, `rules[0]`)."""
     route_key: str
-    """The route's place in the VirtualService, unique within it: `http[0]`, `tcp[1]`."""
+    """The route's place in its object, unique within it: `http[0]`, `tcp[1]`, `rules[0]`."""
     host: str
     """Fully qualified destination host."""
     subset: str | None
@@ -119,79 +117,6 @@ def _item(resource: Any) -> Item:
         namespace=str(path(props, "metadata", "namespace") or ""),
         label=describe(resource.resource_type, props),
     )
-
-
-ROUTE_SECTIONS = ("http", "tcp", "tls")
-"""The route lists of a VirtualService spec; each entry's `route` lists weighted destinations."""
-
-
-def routes_of(vs: Item) -> list[Route]:
-    """Every weighted destination of every route (http, tcp, tls; any match) of a VirtualService
-    item, in spec order; of every rule of an HTTPRoute item (`http_route_routes`)."""
-    if vs.kind == "HTTPRoute":
-        return http_route_routes(vs)
-    found = []
-    for section in ROUTE_SECTIONS:
-        for index, entry in enumerate(sequence(path(vs.props, "spec", section))):
-            entry = mapping(entry)
-            destinations = [mapping(r) for r in sequence(entry.get("route"))]
-            key = f"{section}[{index}]"
-            name = str(entry.get("name") or key)
-            for dest in destinations:
-                raw = dest.get("weight")
-                # No weight: all traffic when alone; beside others we demand an explicit integer.
-                alone = 100 if len(destinations) == 1 else None
-                weight = alone if raw is None else as_int(raw)
-                host = path(dest, "destination", "host")
-                subset = path(dest, "destination", "subset")
-                found.append(
-                    Route(
-                        virtual_service=vs,
-                        route_name=name,
-                        route_key=key,
-                        host=fqdn(str(host or ""), vs.namespace),
-                        subset=str(subset) if subset else None,
-                        weight=weight,
-                        raw_weight=raw,
-                        entry=entry if section == "http" else {},
-                    )
-                )
-    return found
-
-
-def _backend_host(ref: Mapping[str, Any], namespace: str) -> str:
-    """A backendRef's Service as an FQDN; another kind of backend as `<kind> <name>`, which no
-    Service matches (its pods cannot be known)."""
-    name = str(ref.get("name") or "")
-    group, kind = str(ref.get("group") or ""), str(ref.get("kind") or "Service")
-    if group in ("", "core") and kind == "Service":
-        return fqdn(name, str(ref.get("namespace") or namespace))
-    return f"{group or 'core'}/{kind} {name}"
-
-
-def http_route_routes(route: Item) -> list[Route]:
-    """Every backendRef of every rule of an HTTPRoute item, in spec order; `weight` is the
-    backendRef's (default 1, a proportion); mirror filters are left out."""
-    found = []
-    for index, rule in enumerate(sequence(path(route.props, "spec", "rules"))):
-        rule = mapping(rule)
-        refs = [mapping(r) for r in sequence(rule.get("backendRefs"))]
-        key = f"rules[{index}]"
-        for ref in refs:
-            raw = ref.get("weight")
-            found.append(
-                Route(
-                    virtual_service=route,
-                    route_name=str(rule.get("name") or key),
-                    route_key=key,
-                    host=_backend_host(ref, route.namespace),
-                    subset=None,
-                    weight=1 if raw is None else as_int(raw),
-                    raw_weight=raw,
-                    entry=rule,
-                )
-            )
-    return found
 
 
 def destination_text(route: Route) -> str:
@@ -248,12 +173,9 @@ class StackView:
 
     @property
     def route_objects(self) -> list[Item]:
-        """Every object that routes traffic: the VirtualServices, then the HTTPRoutes."""
+        """Every object that routes traffic: the VirtualServices, then the HTTPRoutes (read by
+        their router's reader, `policies.routers`)."""
         return [*self.virtual_services, *self.http_routes]
-
-    def routes(self) -> list[Route]:
-        """Every weighted destination of every VirtualService and HTTPRoute."""
-        return [route for vs in self.route_objects for route in routes_of(vs)]
 
     def subset_labels(self, host: str, subset: str) -> list[Mapping[str, Any]]:
         """The labels `subset` has in each DestinationRule whose host is `host` (FQDN): one

@@ -45,14 +45,8 @@ from policies.common import (
 )
 from policies.http_route_checks import http_route_problems
 from policies.members import SERVICES_SCHEMA, per_service
-from policies.stack_view import (
-    Route,
-    StackView,
-    destination_text,
-    routes_of,
-    rule_host,
-    rule_subsets,
-)
+from policies.routers import all_routes, istio
+from policies.stack_view import Route, StackView, destination_text, rule_host, rule_subsets
 from policies.traffic_share import (
     AscendShares,
     RouteShare,
@@ -100,7 +94,7 @@ def _ascend_weight_on_ladder(args: StackValidationArgs, report_violation: Report
                 f"{route.where} sends {percent(route.most)} to Ascend pods ({route.reached}), "
                 f"which is not a ladder step ({steps_text(ladder)}); set ascendWeight to one "
                 "of them",
-                route.virtual_service.urn,
+                route.route_object.urn,
             )
 
 
@@ -145,7 +139,7 @@ def _no_unsafe_weight_jump(args: StackValidationArgs, report_violation: ReportVi
             continue  # unreadable (reported above), unchanged or a rollback: always allowed
         if share > limit:
             report_violation(
-                _jump_message(route, share, previous, limit, max_step), route.virtual_service.urn
+                _jump_message(route, share, previous, limit, max_step), route.route_object.urn
             )
 
 
@@ -157,7 +151,7 @@ no_unsafe_weight_jump_validator = per_service(config_errors_are_violations(_no_u
 def _jump_message(
     route: RouteShare, share: Fraction, previous: int | None, limit: int, max_step: int | None
 ) -> str:
-    where = route.virtual_service.label
+    where = route.route_object.label
     via = f"; route {route.name!r} sends it to {route.reached}"
     if previous is None:
         return (
@@ -209,7 +203,7 @@ def _route_problems(
     problems = []
     for vs in view.virtual_services:
         by_route: dict[str, list[Route]] = {}
-        for route in routes_of(vs):
+        for route in istio.routes(vs):
             by_route.setdefault(route.route_key, []).append(route)
         for routes in by_route.values():
             where = f"{vs.label} route {routes[0].route_name!r}"
@@ -251,14 +245,14 @@ def _subset_problems(view: StackView) -> list[tuple[str, str]]:
     undefined subset, a selector or subset matching nothing) and for subsets not selecting
     exactly one workload."""
     problems = []
-    for route in view.routes():
+    for route in all_routes(view):
         reach = view.reach(route)
         if reach.problem:
             problems.append(
                 (
-                    f"{route.virtual_service.label} route {route.route_name!r} destination "
+                    f"{route.route_object.label} route {route.route_name!r} destination "
                     f"{destination_text(route)}: {reach.problem}",
-                    route.virtual_service.urn,
+                    route.route_object.urn,
                 )
             )
     for rule in view.destination_rules:

@@ -34,14 +34,16 @@ from typing import Any
 from policies.common import DEFAULT_ASCEND_RESOURCE, config_str, subset_name
 from policies.pins import config_pinning, pinned_hardware, reaches_only
 from policies.placement import requested_accelerators
-from policies.stack_view import Item, Reach, Route, StackView, destination_text, routes_of
+from policies.routers import routes_of
+from policies.stack_view import Item, Reach, Route, StackView, destination_text
 
 
 @dataclass(frozen=True)
 class RouteShare:
-    """The Ascend share of one route (`http[0]`) of one VirtualService, in %."""
+    """The Ascend share of one route (`http[0]`, `rules[0]`) of one VirtualService or
+    HTTPRoute, in %."""
 
-    virtual_service: Item
+    route_object: Item
     name: str
     reaches: tuple[Reach, ...]
     shares: tuple[Fraction, ...] | None
@@ -70,7 +72,7 @@ class RouteShare:
     @property
     def where(self) -> str:
         """`VirtualService inference/inference-vs route 'split'`."""
-        return f"{self.virtual_service.label} route {self.name!r}"
+        return f"{self.route_object.label} route {self.name!r}"
 
     def to(self, workload: Item) -> Fraction:
         """% of this route that reaches `workload`'s pods (whole destinations, worst case)."""

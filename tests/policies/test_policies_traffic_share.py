@@ -12,6 +12,7 @@ from fractions import Fraction
 
 import pytest
 
+from policies.routers import all_routes
 from policies.stack_view import StackView
 from policies.traffic_share import ascend_shares
 from tests.support.policy_objects import (
@@ -261,7 +262,7 @@ class TestSubsetsAreLookedUpUnderTheirHost:
         assert view.subset_labels(HOST, "nvidia") == [
             {"app": "inference-service", "hardware": "nvidia"}
         ]
-        [to_nvidia, _to_ascend] = view.routes()
+        [to_nvidia, _to_ascend] = all_routes(view)
         assert [w.label for w in view.reach(to_nvidia).workloads] == [
             "Deployment inference/inference-blue"
         ]

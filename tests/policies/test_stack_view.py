@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from policies.routers import all_routes
 from policies.stack_view import Reach, StackView, container_images, fqdn, rule_host
 from tests.support.policy_objects import (
     HOST,
@@ -145,7 +146,7 @@ class TestServiceEndpoints:
         stack = good_stack(20, 2)
         find(stack, "Service")["spec"].update(type="ExternalName", externalName="api.example")
         view = view_of(stack)
-        to_nvidia = view.routes()[0]
+        to_nvidia = all_routes(view)[0]
         assert view.reach(to_nvidia) == Reach(
             to_nvidia,
             (),
@@ -178,7 +179,7 @@ class TestSubsets:
             "npu"
         )
         view = view_of(stack)
-        to_npu = view.routes()[1]
+        to_npu = all_routes(view)[1]
         assert view.reach(to_npu) == Reach(
             to_npu,
             (),
@@ -188,7 +189,7 @@ class TestSubsets:
 
     def test_a_subset_reaches_every_workload_whose_pods_it_selects(self):
         view = view_of(canary_stack())
-        to_ascend = view.routes()[1]
+        to_ascend = all_routes(view)[1]
         assert to_ascend.subset == "ascend"
         assert labels_of(view.reach(to_ascend).workloads) == [
             GREEN,

@@ -1,12 +1,13 @@
-"""Which Service an HTTPRoute backendRef names (`policies.stack_view._backend_host`): the host
-every policy then matches against the stack's Services. Gateway API: a backendRef's `group`
-defaults to the core group (`""`), its `kind` to `Service`, its `namespace` to the route's."""
+"""Which Service an HTTPRoute backendRef names (`policies.routers.gateway_api.backend_host`):
+the host every policy then matches against the stack's Services. Gateway API: a backendRef's
+`group` defaults to the core group (`""`), its `kind` to `Service`, its `namespace` to the
+route's."""
 
 from __future__ import annotations
 
 import pytest
 
-from policies.stack_view import _backend_host
+from policies.routers.gateway_api import backend_host
 
 
 @pytest.mark.parametrize(
@@ -29,7 +30,7 @@ from policies.stack_view import _backend_host
     ],
 )
 def test_a_service_backend_is_its_fqdn(ref, host):
-    assert _backend_host(ref, "inference") == host
+    assert backend_host(ref, "inference") == host
 
 
 @pytest.mark.parametrize(
@@ -46,4 +47,4 @@ def test_a_service_backend_is_its_fqdn(ref, host):
     ],
 )
 def test_another_backend_kind_is_named_so_that_no_service_matches(ref, host):
-    assert _backend_host(ref, "inference") == host
+    assert backend_host(ref, "inference") == host
