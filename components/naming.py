@@ -5,7 +5,7 @@ and `hardware=<nvidia|ascend>`. The Deployment selects on `app` + `version`; the
 and the direct Services select on `app` + `hardware`.
 """
 
-from components.settings import Hardware, Settings
+from components.settings import Hardware, Settings, names
 
 POOL_LABEL = "pool"
 """Node label and taint key that pins a pod to its accelerator pool."""
@@ -39,8 +39,9 @@ def subset_labels(settings: Settings, hardware: Hardware) -> dict[str, str]:
 
 
 def direct_service_name(settings: Settings, hardware: Hardware) -> str:
-    """Service that reaches one backend only, bypassing the split: `inference-service-ascend`."""
-    return f"{settings.service.name}-{hardware}"
+    """Service that reaches one backend only, bypassing the split: `inference-service-ascend`
+    (the rule: `components.settings.names`)."""
+    return names.direct_service_name(settings.service.name, hardware)
 
 
 def pin_rule_name(hardware: Hardware) -> str:

@@ -31,6 +31,7 @@ from components.naming import direct_service_name, precision_labels, service_hos
 from components.network_policy import precision_policy_spec
 from components.security import container_security_context, pull_policy, service_account
 from components.settings import Hardware, Settings
+from components.settings.names import precision_prefix
 
 PACKAGE = Path(checker.__file__).parent
 MOUNT = "/opt/precision-check"
@@ -97,7 +98,7 @@ def names(settings: Settings) -> dict[str, str]:
     """Object name prefixes: ConfigMap, Job (hash appended), CronJob, and the ServiceAccount
     and NetworkPolicy of their pods; all within the 63-character limit of a Job name (its pods
     get a `job-name` label)."""
-    prefix = settings.service.name[:30].rstrip("-") + "-precision"
+    prefix = precision_prefix(settings.service.name)
     return {
         "configMap": f"{prefix}-check",
         "job": prefix,

@@ -1,14 +1,18 @@
 """The stack's settings as one package; `components.settings` keeps every public name.
 
 - `model`: the `Settings` tree of one service and `SettingsError` (one line per bad key);
-- `fleet`: the services of a stack (`services`), `load_fleet()` and `load_settings()`;
+- `loading`: the entry points `load_fleet()` and `load_settings()`, from a stack's config to
+  validated settings, and the rendering of every validation error;
+- `fleet`: the services of a stack (`services`): `Fleet`, what a member may set and inherits;
+- `names`: the names a service's objects take from its Service name;
 - `base`: `ConfigModel`, the frozen, `extra="forbid"`, camelCase base of every model;
 - `images`: image references (`repository[:tag][@sha256:digest]`);
 - one module per area: `slo`, `monitoring`, `precision`, `policy`.
 """
 
-from components.settings.fleet import Fleet, config_with_weights, load_fleet, load_settings
+from components.settings.fleet import Fleet
 from components.settings.images import parse_image
+from components.settings.loading import config_with_weights, load_fleet, load_settings
 from components.settings.model import (
     HARDWARE,
     PROJECT,
@@ -29,7 +33,6 @@ from components.settings.model import (
     Settings,
     SettingsError,
     TaintSettings,
-    load_single,
 )
 
 __all__ = [
@@ -56,6 +59,5 @@ __all__ = [
     "config_with_weights",
     "load_fleet",
     "load_settings",
-    "load_single",
     "parse_image",
 ]

@@ -33,9 +33,10 @@ config:
   and hosts, SLOs, the precision check) is inherited from the stack's keys and may be set per
   member; mappings merge key by key, lists replace.
 
-`load_fleet()` validates the stack's keys once, then every member as a full `Settings`
-(`Settings.member` is its name), and checks what only the fleet can see: no two members share
-an object name.
+`components.settings.loading.load_fleet()` validates the stack's keys once, then every member
+as a full `Settings` (`Settings.member` is its name), and checks what only the fleet can see
+(`clashes`): no two members share an object name. This module holds those rules; the loader
+applies them.
 """
 
 from __future__ import annotations
@@ -45,15 +46,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from components import api_rules
-from components.settings.base import deep_merge
-from components.settings.model import (
-    HARDWARE,
-    PROJECT,
-    Settings,
-    SettingsError,
-    raw_config,
-    validate_settings,
-)
+from components.settings.model import HARDWARE, PROJECT, Settings, SettingsError
+from components.settings.names import direct_service_name, precision_prefix
 from components.settings.scalars import shown
 
 SERVICES_KEY = "services"
@@ -186,8 +180,19 @@ def _stack_level_problems(raw: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-def _services(raw: Any) -> dict[str, Mapping[str, Any]]:
-    """The `services` mapping, checked: a non-empty mapping of DNS-1035 names to mappings."""
+def layout_problems(raw: Mapping[str, Any], services: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One line per key set where the fleet does not take it: at the stack level (`raw`, the
+    stack's keys without `services`) or in a member of `services` (the module docstring)."""
+    problems = _stack_level_problems(raw)
+    return problems + [
+        p for name, member in services.items() for p in _member_problems(name, member)
+    ]
+
+
+def declared_services(raw: Any) -> dict[str, Mapping[str, Any]]:
+    """The `services` mapping, checked: a non-empty mapping of DNS-1035 names to mappings.
+
+    Raises SettingsError, one line per bad name or member."""
     if not isinstance(raw, Mapping) or not raw:
         raise SettingsError(
             _problem(SERVICES_KEY, raw, "expected a mapping of service names to their settings")
@@ -206,27 +211,23 @@ def _services(raw: Any) -> dict[str, Mapping[str, Any]]:
     return dict(raw)
 
 
-def _object_names(settings: Settings) -> dict[str, str]:
-    """{what: object name} of one member, for the uniqueness check."""
-    found = {
-        "Service": settings.service.name,
-        "VirtualService": settings.istio.virtual_service_name,
-        "DestinationRule": settings.istio.destination_rule_name,
-        # the precision check's name prefix (`components.precision.names`, kept equal by a test)
-        "precision check": settings.service.name[:30].rstrip("-") + "-precision",
-    }
-    for hw in HARDWARE:
-        found[f"{hw} Deployment"] = settings.hardware(hw).deployment_name
-        found[f"{hw} direct Service"] = f"{settings.service.name}-{hw}"
-    return found
-
-
-def _clashes(members: Mapping[str, Settings]) -> list[str]:
-    """One line per object name two members would both create."""
+def clashes(members: Mapping[str, Settings]) -> list[str]:
+    """One line per object name two members would both create (the names' rules:
+    `member_names` and `components.settings.names`)."""
     owner: dict[str, str] = {}
     problems = []
     for name, settings in members.items():
-        for what, object_name in _object_names(settings).items():
+        service = settings.service.name
+        created = {
+            "Service": service,
+            "VirtualService": settings.istio.virtual_service_name,
+            "DestinationRule": settings.istio.destination_rule_name,
+            "precision check": precision_prefix(service),
+        }
+        for hw in HARDWARE:
+            created[f"{hw} Deployment"] = settings.hardware(hw).deployment_name
+            created[f"{hw} direct Service"] = direct_service_name(service, hw)
+        for what, object_name in created.items():
             other = owner.setdefault(object_name, name)
             if other != name:
                 problems.append(
@@ -234,79 +235,3 @@ def _clashes(members: Mapping[str, Settings]) -> list[str]:
                     f"service {other}'s; give one of them other names"
                 )
     return problems
-
-
-def load_fleet(config: Mapping[str, Any], project: str = PROJECT) -> Fleet:
-    """Validate a stack's config into its `Fleet` (the module docstring gives the shape).
-
-    `config` is as for `components.settings.model.load_single`. Raises SettingsError, one line
-    per problem, naming the full key (`dualstack-inference:services.chat.ascendWeight`).
-    """
-    raw = raw_config(config, project)
-    if SERVICES_KEY not in raw:
-        settings = validate_settings(raw, config, project)
-        return Fleet({settings.name: settings}, declared=False)
-    services = _services(raw.pop(SERVICES_KEY))
-    problems = _stack_level_problems(raw)
-    problems += [p for name, member in services.items() for p in _member_problems(name, member)]
-    if problems:
-        raise SettingsError("\n".join(problems))
-    shared = {k: v for k, v in raw.items() if k not in MEMBER_ONLY}
-    validate_settings({**shared, "ascendWeight": 0}, config, project)  # the stack's own keys
-    members: dict[str, Settings] = {}
-    lines: list[str] = []
-    for name, member in services.items():
-        merged = deep_merge(deep_merge(shared, member_names(name)), dict(member))
-        try:
-            settings = validate_settings(merged, config, project, (SERVICES_KEY, name))
-        except SettingsError as exc:
-            lines.append(str(exc))
-            continue
-        settings._member = name
-        members[name] = settings
-    if lines:
-        raise SettingsError("\n".join(lines))
-    if problems := _clashes(members):
-        raise SettingsError("\n".join(problems))
-    return Fleet(members, declared=True)
-
-
-def load_settings(
-    config: Mapping[str, Any], project: str = PROJECT, service: str | None = None
-) -> Settings:
-    """The settings of one service of the stack: `service`, or the only one.
-
-    Raises SettingsError for a bad config, an unknown `service`, or no `service` while the
-    stack holds several (the message lists them).
-    """
-    return load_fleet(config, project).member(service)
-
-
-def config_with_weights(
-    config: Mapping[str, Any], weights: Mapping[str, int], project: str = PROJECT
-) -> dict[str, Any]:
-    """`config` with some services' weights replaced, {service name: weight in %}: the stack's
-    `ascendWeight` for the single implicit service (its name is `service.name`), else
-    `services.<name>.ascendWeight` (as `pulumi config set` / `--path` store them). A name the
-    stack does not hold is a SettingsError. `config` itself is not changed."""
-    raw = raw_config(config, project)
-    result = dict(config)
-    if SERVICES_KEY not in raw:
-        (name,) = load_fleet(config, project).names
-        for key, weight in weights.items():
-            if key != name:
-                raise SettingsError(
-                    f"--service {shown(key)}: no such service; this stack holds {name}"
-                )
-            result[f"{project}:ascendWeight"] = str(weight)
-        return result
-    services = {name: dict(member) for name, member in _services(raw[SERVICES_KEY]).items()}
-    for key, weight in weights.items():
-        if key not in services:
-            listed = ", ".join(services)
-            raise SettingsError(
-                f"--service {shown(key)}: no such service; this stack holds {listed}"
-            )
-        services[key]["ascendWeight"] = weight
-    result[f"{project}:{SERVICES_KEY}"] = services
-    return result

@@ -1,4 +1,4 @@
-"""The stack's settings: one validated, frozen pydantic tree built from `Pulumi.<stack>.yaml`.
+"""The stack's settings model: one validated, frozen pydantic tree per service.
 
 Every key of the project's config namespace (`dualstack-inference:<key>`) maps to one field of
 `Settings`; the defaults reproduce the cluster of the seed article (namespace `inference`,
@@ -6,26 +6,17 @@ nodes `nvidia-01..03` and `ascend-01..02`, images `registry/inference-service:v1
 `-npu`, port 8000, ladder 0/5/20/50/80/100). `Pulumi.yaml` describes the keys; the defaults live
 here only.
 
-`load_settings()` is the single entry point. It raises `SettingsError`, whose message has one
-line per bad key naming the key, the value seen and what is allowed.
+The model only validates. `components.settings.loading` builds it from a stack's config
+(`load_fleet`, `load_settings`: the entry points) and renders pydantic's errors as
+`SettingsError`, one line per bad key naming the key, the value seen and what is allowed.
 """
 
 from __future__ import annotations
 
-import difflib
-import json
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    BaseModel,
-    Field,
-    PrivateAttr,
-    ValidationError,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from components import api_rules
 from components import ladder as rungs
@@ -39,6 +30,7 @@ from components.settings.base import (
 from components.settings.evidence import VerifiedPair, pair_verified, verified_facts
 from components.settings.images import pinned_image
 from components.settings.monitoring import MonitoringSettings
+from components.settings.names import direct_service_name
 from components.settings.policy import PolicySettings
 from components.settings.precision import PrecisionCheckSettings
 from components.settings.routing import (
@@ -48,7 +40,7 @@ from components.settings.routing import (
     TesterPinningSettings,
     mirror_problem,
 )
-from components.settings.scalars import INT32_MAX, Bool, Int, Number, kind_of, shown
+from components.settings.scalars import INT32_MAX, Bool, Int, Number
 from components.settings.security import (
     ASCEND_SCRATCH,
     HWHIAIUSER_GID,
@@ -82,7 +74,8 @@ Count32 = Annotated[Int, Field(ge=0, le=INT32_MAX)]
 
 
 class SettingsError(ValueError):
-    """Raised when the stack config is invalid; the message is one line per bad key."""
+    """Raised when the stack config is invalid (`components.settings.loading`); the message is
+    one line per bad key."""
 
 
 Image = Annotated[str, Field(min_length=1)]
@@ -284,7 +277,7 @@ class ServiceSettings(ConfigModel):
     @field_validator("name")
     @classmethod
     def _direct_names_fit(cls, name: str) -> str:
-        longest = max((f"{name}-{hardware}" for hardware in HARDWARE), key=len)
+        longest = max((direct_service_name(name, hardware) for hardware in HARDWARE), key=len)
         if why := api_rules.dns1035_label(longest):
             raise ValueError(
                 f"the direct Service {longest[:80]!r} ({len(longest)} characters) is {why}; "
@@ -361,11 +354,11 @@ class IstioSettings(ConfigModel):
 class Settings(ConfigModel):
     """Everything one service of a stack configures: the stack's single service (keys
     `dualstack-inference:<camelCaseKey>`), or one member of a fleet (`services.<name>`, laid
-    over the stack's keys by `components.settings.fleet`)."""
+    over the stack's keys by `components.settings.loading.load_fleet`)."""
 
     _member: str | None = PrivateAttr(None)
-    """The member's key under `services` (set by `components.settings.fleet`), None for the
-    stack's single implicit service."""
+    """The member's key under `services`, None for the stack's single implicit service. It is
+    not a config key: the loader passes it as the validation context `{"member": name}`."""
 
     ladder: tuple[Percent, ...] = Field(
         (0, 5, 20, 50, 80, 100), description="Allowed Ascend weights, in migration order."
@@ -440,6 +433,12 @@ class Settings(ConfigModel):
             raise ValueError("nvidia and ascend need different deploymentName values")
         return self
 
+    def model_post_init(self, context: Any, /) -> None:
+        """Take the member's name from the validation context while the model is built
+        (`Settings.model_validate(raw, context={"member": name})`); the built model is frozen."""
+        if isinstance(context, Mapping):
+            self._member = context.get("member")
+
     def hardware(self, kind: Hardware) -> HardwareSettings:
         """The settings of one backend: `settings.hardware("ascend")` is `settings.ascend`."""
         return self.nvidia if kind == "nvidia" else self.ascend
@@ -492,142 +491,3 @@ class Settings(ConfigModel):
         """True when this config records the served image pair as precision-verified (its own
         record: the judge uses the BASE's, see `dualstack.offline.judge`)."""
         return pair_verified(self.verified_facts, self.nvidia.image, self.ascend.image)
-
-
-def _decode(value: Any) -> Any:
-    """Pulumi hands structured config values to programs as JSON text; decode those."""
-    if isinstance(value, str) and value[:1] and value[0] in "{[":
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
-
-
-_EXPECTED = {
-    "tuple_type": "a list (a YAML sequence)",
-    "list_type": "a list (a YAML sequence)",
-    "dict_type": "a mapping",
-    "model_type": "a mapping",
-    "model_attributes_type": "a mapping",
-    "string_type": "a string",
-}
-"""Pydantic error types that mean "wrong kind of value" -> what the key takes."""
-
-
-def _innermost(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Errors whose key holds no other error: a list with one bad item says only that, not
-    also "should have at least 1 item after validation" about the list."""
-    locs = [tuple(e["loc"]) for e in errors]
-    return [
-        e
-        for e, loc in zip(errors, locs, strict=True)
-        if not any(len(other) > len(loc) and other[: len(loc)] == loc for other in locs)
-    ]
-
-
-def _describe(error: dict[str, Any], hints: Mapping[str, str]) -> str:
-    """One line for one pydantic error: the full key, the value (cut to 200 characters) and
-    what is allowed. `hints` maps a top-level key to a note for a missing key."""
-    path = ".".join(str(part) for part in error["loc"])
-    key = f"{PROJECT}:{path}" if path else PROJECT
-    message = error["msg"].removeprefix("Value error, ")
-    value = error.get("input")
-    if error["type"] in _EXPECTED:
-        message = f"expected {_EXPECTED[error['type']]}, got {kind_of(value)}"
-    if error["type"] == "missing":
-        flag = "--path " if "." in path else ""
-        hint = hints.get(path, "")
-        return f"{key}: missing; set it with `pulumi config set {flag}{path} <value>`{hint}"
-    if error["type"] == "extra_forbidden":
-        close = difflib.get_close_matches(str(error["loc"][-1]), _keys_beside(error["loc"]), 1)
-        spelling = f"did you mean {close[0]}?" if close else "check its spelling"
-        return f"{key}: unknown key (value {shown(value)}); {spelling}"
-    if error["type"] == "too_short":
-        least = error.get("ctx", {}).get("min_length", 1)
-        message = f"expected at least {least} item{'s' if least != 1 else ''}"
-    if error["loc"] and "input" in error and not isinstance(value, dict):
-        return f"{key} = {shown(value)}: {message}"
-    return f"{key}: {message}"
-
-
-def _keys_beside(loc: tuple[Any, ...]) -> list[str]:
-    """The keys the model holding `loc`'s last part accepts (for "did you mean")."""
-    model: type[BaseModel] = Settings
-    if loc[:1] == ("services",):  # a fleet member's key: services.<name>.<key>
-        loc = loc[2:]
-    for part in loc[:-1]:
-        field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
-        annotation = field.annotation if field is not None else None
-        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
-            return []
-        model = annotation
-    return [field.alias or name for name, field in model.model_fields.items()]
-
-
-def _foreign_hints(config: Mapping[str, Any], prefix: str) -> dict[str, str]:
-    """For each key of this project found only under another namespace (`other:ascendWeight`),
-    the note a "missing" line gets: the project's namespace comes from Pulumi.yaml `name`."""
-    known = {field.alias or name for name, field in Settings.model_fields.items()} | {"services"}
-    hints: dict[str, list[str]] = {}
-    for full in config:
-        namespace, colon, key = str(full).partition(":")
-        if colon and f"{namespace}:" != prefix and key in known:
-            hints.setdefault(key, []).append(f"{namespace}:{key}")
-    return {
-        key: f" (found {', '.join(found)}: keys of this project go under `{prefix}`)"
-        for key, found in hints.items()
-    }
-
-
-def raw_config(config: Mapping[str, Any], project: str = PROJECT) -> dict[str, Any]:
-    """The project's keys of a stack config, without their namespace, JSON text decoded.
-
-    Raises SettingsError for an encrypted (`secure:`) value: no setting here is secret.
-    """
-    prefix = f"{project}:"
-    raw = {k.removeprefix(prefix): _decode(v) for k, v in config.items() if k.startswith(prefix)}
-    secrets = sorted(k for k, v in raw.items() if isinstance(v, dict) and set(v) == {"secure"})
-    if secrets:
-        raise SettingsError(
-            "\n".join(
-                f"{prefix}{k}: is an encrypted `secure:` value; no setting of this project is "
-                "secret, so store it in plain text (`pulumi config set` without --secret)"
-                for k in secrets
-            )
-        )
-    return raw
-
-
-def validate_settings(
-    raw: Mapping[str, Any],
-    config: Mapping[str, Any],
-    project: str = PROJECT,
-    where: tuple[str, ...] = (),
-) -> Settings:
-    """`Settings` from the project's keys `raw` (see `raw_config`); `config` is the whole
-    stack config (for the "found under another namespace" hints), `where` the key path the
-    messages put before each key (`("services", "chat")` for a fleet member).
-
-    Raises SettingsError with one line per problem.
-    """
-    try:
-        return Settings.model_validate(dict(raw))
-    except ValidationError as exc:
-        hints = _foreign_hints(config, f"{project}:")
-        errors = [{**e, "loc": (*where, *e["loc"])} for e in _innermost(exc.errors())]
-        raise SettingsError("\n".join(_describe(e, hints) for e in errors)) from None
-
-
-def load_single(config: Mapping[str, Any], project: str = PROJECT) -> Settings:
-    """Validate a single-service stack's config into `Settings` (no `services` key; the
-    fleet loader `components.settings.fleet.load_settings` is the entry point).
-
-    `config` maps full keys (`dualstack-inference:ascendWeight`) to values: strings as
-    `pulumi config set` stores them, JSON text for structured keys, or already-decoded YAML
-    values. Keys of other namespaces (`kubernetes:context`, `pulumi:...`) are ignored.
-
-    Raises SettingsError with one line per problem, e.g.
-    `dualstack-inference:ascendWeight = '150': Input should be less than or equal to 100`.
-    """
-    return validate_settings(raw_config(config, project), config, project)

@@ -116,14 +116,6 @@ def parse_bool(value: Any) -> bool:
     raise ValueError(f"expected true or false (a YAML boolean), got {kind_of(value)}")
 
 
-def parse_int_text(text: str, flag: str) -> int:
-    """A command-line integer under the strict rule; raises ValueError naming `flag`."""
-    try:
-        return parse_int(text)
-    except ValueError as exc:
-        raise ValueError(f"{flag} {shown(text)}: {exc}") from None
-
-
 def _ints(value: Any) -> Any:
     return parse_int(value)
 

@@ -320,14 +320,6 @@ def _set_path(config: Any, full_key: str, path: list[str], value: Any, origin: s
     return previous
 
 
-def set_config_value(root: Path, stack: str, key: str, value: Any, project: str = PROJECT) -> str:
-    """Set `<project>:<key>` in `Pulumi.<stack>.yaml` as `pulumi config set` would (a string
-    for scalars); a dotted key (`services.chat.ascendWeight`) sets that field as `pulumi config
-    set --path` would (digits an integer). See `set_config_values`; returns the previous value
-    as text ("" when unset)."""
-    return set_config_values(root, stack, {key: value}, project)[key]
-
-
 def set_config_values(
     root: Path, stack: str, values: Mapping[str, Any], project: str = PROJECT
 ) -> dict[str, str]:
@@ -336,6 +328,8 @@ def set_config_values(
     indentation and its list style (see `detect_style`), so a step is a one-line diff. A
     dotted key is a path into a structured key (`services.chat.ascendWeight`: the field
     `ascendWeight` of `services.chat`), created when absent, as `pulumi config set --path`.
+    A scalar is stored as those commands store it: a string at the top level, digits an
+    integer under a path.
 
     Returns {key: the previous value as text ("" when unset)}. Raises StackFileError if the
     file is missing or malformed, or a path runs through a value that is not a mapping; on

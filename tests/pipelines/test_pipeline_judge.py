@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from dualstack.repo.stackfile import set_config_value
+from dualstack.repo.stackfile import set_config_values
 from tests.conftest import git
 from tests.pipelines.pipeline_stubs import calls, install_stubs, make_gitops
 from tests.pipelines.test_pipeline_runs import (
@@ -78,7 +78,7 @@ def test_a_pack_edited_in_the_pr_does_not_judge_it(platform: str, gitops: dict) 
         "    if previous is None:\n        return ladder[1]\n",
         "    return 100\n",
     )
-    set_config_value(repo, "prod", "ascendWeight", "100")
+    set_config_values(repo, "prod", {"ascendWeight": "100"})
     base = pr(repo, "prod 5 -> 100, and a step limit of 100")
     passed, report, _ = run_pr(platform, gitops)
     assert not passed
@@ -102,7 +102,7 @@ def test_an_envelope_change_passes_only_with_the_owners(
     platform: str, approved: bool, gitops: dict
 ) -> None:
     repo = gitops["repo"]
-    set_config_value(repo, "prod", "capacity", {"totalReplicas": 6})
+    set_config_values(repo, "prod", {"capacity": {"totalReplicas": 6}})
     pr(repo, "prod: 6 NVIDIA pods")
     with gitlab_approvals(Approvals(approved={"7": approved})) as state:
         env = gitlab_mr(state) if platform == "gitlab" else {}
@@ -120,8 +120,8 @@ def test_an_envelope_change_passes_only_with_the_owners(
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_an_approved_change_may_not_raise_the_weight(platform: str, gitops: dict) -> None:
     repo = gitops["repo"]
-    set_config_value(repo, "prod", "capacity", {"totalReplicas": 6})
-    set_config_value(repo, "prod", "ascendWeight", "20")
+    set_config_values(repo, "prod", {"capacity": {"totalReplicas": 6}})
+    set_config_values(repo, "prod", {"ascendWeight": "20"})
     pr(repo)
     with gitlab_approvals(Approvals(approved={"7": True})) as state:
         env = gitlab_mr(state) if platform == "gitlab" else {"REVIEW_DECISION": "APPROVED"}
@@ -137,7 +137,7 @@ def test_deploy_takes_the_approval_of_the_merged_change(
 ) -> None:
     repo = gitops["repo"]
     before = git(repo, "rev-parse", "HEAD").strip()
-    set_config_value(repo, "prod", "capacity", {"totalReplicas": 6})
+    set_config_values(repo, "prod", {"capacity": {"totalReplicas": 6}})
     git(repo, "commit", "-qam", "merged: prod 6 NVIDIA pods")
     merged = git(repo, "rev-parse", "HEAD").strip()
     env = {"DEPLOYED_prod": "5"}

@@ -16,7 +16,7 @@ import pytest
 
 from components.monitoring.metric_names import PRECISION_PASSED
 from dualstack.cli import main
-from dualstack.repo.stackfile import read_config, set_config_value
+from dualstack.repo.stackfile import read_config, set_config_values
 from precision_check import load_prompts
 from tests.conftest import REPO, git
 from tests.support.precision_servers import Behaviour, OpenAIServer, refused_url
@@ -69,7 +69,7 @@ def test_precision_check_command_reports_an_unreachable_backend_in_one_line(tmp_
 @pytest.fixture
 def stack_repo(git_repo: Path) -> Path:
     """The project's stack files in a git repo, prod moved to a new, unverified Ascend image."""
-    set_config_value(git_repo, "prod", "ascend", {"image": NEW_NPU})
+    set_config_values(git_repo, "prod", {"ascend": {"image": NEW_NPU}})
     git(git_repo, "commit", "-qam", "new ascend image")
     return git_repo
 
@@ -114,11 +114,10 @@ def test_verify_precision_changes_nothing_unless_the_check_passes(
 
 def test_verify_precision_uses_the_stacks_check_settings(stack_repo):
     """The stack allows divergence after 5 tokens; exact mode would fail this Ascend."""
-    set_config_value(
+    set_config_values(
         stack_repo,
         "prod",
-        "precisionCheck",
-        {"mode": "prefix", "prefixLength": 5, "prefixUnit": "tokens"},
+        {"precisionCheck": {"mode": "prefix", "prefixLength": 5, "prefixUnit": "tokens"}},
     )
     with OpenAIServer() as nvidia, OpenAIServer(Behaviour(diverge_after=5)) as ascend:
         assert verify(stack_repo, nvidia.url, ascend.url) == 0
@@ -129,7 +128,7 @@ def test_verify_precision_uses_the_stacks_check_settings(stack_repo):
 def test_verify_precision_runs_the_stacks_topk_mode_with_its_baseline(stack_repo):
     """Ascend flips near-ties (within the top-2) on 8 prompts: topk with the baseline
     passes it, sending each prompt twice; exact mode does not."""
-    set_config_value(stack_repo, "prod", "precisionCheck", {"mode": "topk", "baseline": True})
+    set_config_values(stack_repo, "prod", {"precisionCheck": {"mode": "topk", "baseline": True}})
     with OpenAIServer() as nvidia, OpenAIServer(Behaviour(swap_rate=0.25)) as ascend:
         assert verify(stack_repo, nvidia.url, ascend.url) == 0
         assert len(ascend.requests) == 48 and {r["logprobs"] for r in ascend.requests} == {5}
@@ -142,8 +141,8 @@ ORACLE = {p.prompt: p.answers[0] for p in load_prompts(None, "accuracy")}
 
 @pytest.mark.parametrize(("flags", "expected"), [((), 2), (("--allow-low-threshold",), 0)])
 def test_verify_precision_refuses_a_lax_accuracy_tolerance(stack_repo, capsys, flags, expected):
-    set_config_value(
-        stack_repo, "prod", "precisionCheck", {"mode": "accuracy", "accuracyTolerance": 20}
+    set_config_values(
+        stack_repo, "prod", {"precisionCheck": {"mode": "accuracy", "accuracyTolerance": 20}}
     )
     right = Behaviour(answers=ORACLE)
     with OpenAIServer(right) as nvidia, OpenAIServer(right) as ascend:
@@ -159,7 +158,7 @@ def test_verify_precision_refuses_a_lax_accuracy_tolerance(stack_repo, capsys, f
 
 
 def test_verify_precision_with_an_invalid_stack_is_exit_2(stack_repo, capsys):
-    set_config_value(stack_repo, "prod", "ascendWeight", "abc")
+    set_config_values(stack_repo, "prod", {"ascendWeight": "abc"})
     assert verify(stack_repo, "http://127.0.0.1:9", "http://127.0.0.1:9") == 2
     assert "dualstack-inference:ascendWeight = 'abc'" in capsys.readouterr().err
 
@@ -297,7 +296,7 @@ def test_verify_precision_refuses_the_same_server_twice(stack_repo, capsys):
 def test_verify_precision_refuses_a_low_threshold(stack_repo, capsys, stack, flags, cause):
     """Everything matches here: the threshold alone must stop the recording."""
     if stack:
-        set_config_value(stack_repo, "prod", "precisionCheck", stack)
+        set_config_values(stack_repo, "prod", {"precisionCheck": stack})
     before = (stack_repo / "Pulumi.prod.yaml").read_bytes()
     with OpenAIServer() as nvidia, OpenAIServer() as ascend:
         assert verify(stack_repo, nvidia.url, ascend.url, *flags) == 2

@@ -133,7 +133,25 @@ def test_two_members_whose_precision_check_names_clash_are_refused() -> None:
 
 def test_the_clash_check_uses_the_precision_checks_own_name() -> None:
     from components.precision import names as precision_names
-    from components.settings.fleet import _object_names
 
+    long = "a" * 30
+    alone = load_fleet(cfg(services={f"{long}x": {"ascendWeight": 0}})).member()
+    services = {f"{long}x": {"ascendWeight": 0}, f"{long}y": {"ascendWeight": 0}}
+    with pytest.raises(SettingsError) as refused:
+        load_fleet(cfg(services=services))
+    assert f"precision check {precision_names(alone)['job']!r} is also" in str(refused.value)
+
+
+def test_a_members_name_comes_from_services_and_is_no_config_key() -> None:
     chat = load_fleet(_fleet()).member("chat")
-    assert _object_names(chat)["precision check"] == precision_names(chat)["job"]
+    assert (chat.member, chat.name, chat.weight_key) == (
+        "chat",
+        "chat",
+        "services.chat.ascendWeight",
+    )
+    with pytest.raises(
+        SettingsError, match=r"^dualstack-inference:services\.chat\.member: unknown"
+    ):
+        load_fleet(cfg(services={"chat": {"ascendWeight": 0, "member": "other"}}))
+    with pytest.raises(SettingsError, match=r"^dualstack-inference:member: unknown key"):
+        load_fleet(cfg(ascendWeight=0, member="chat"))

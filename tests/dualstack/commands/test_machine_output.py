@@ -17,7 +17,7 @@ import pytest
 
 from components.settings import PROJECT
 from dualstack.cli import main
-from dualstack.repo.stackfile import read_config, set_config_value
+from dualstack.repo.stackfile import read_config, set_config_values
 from tests.conftest import REPO, copy_code, git
 from tests.dualstack.gate.test_gate_prometheus import END, HEALTHY, prometheus, write_stack  # noqa: F401
 from tests.dualstack.gate.test_gate_prometheus import project as gate_project  # noqa: F401
@@ -104,7 +104,7 @@ def test_status_exits_3_on_drift(repo, tmp_path, monkeypatch, capsys):
 
 
 def test_status_exits_3_on_a_pending_step(repo, capsys):
-    set_config_value(repo, "prod", "ascendWeight", 20)  # written, not landed
+    set_config_values(repo, "prod", {"ascendWeight": 20})  # written, not landed
     code = main(["-C", str(repo), "status", "-s", "prod"])
     out = capsys.readouterr().out
     assert code == 3
@@ -113,8 +113,8 @@ def test_status_exits_3_on_a_pending_step(repo, capsys):
 
 
 def test_status_exits_2_on_a_broken_stack_even_with_drift(repo, capsys):
-    set_config_value(repo, "staging", "ascendWeight", "abc")
-    set_config_value(repo, "prod", "ascendWeight", 20)
+    set_config_values(repo, "staging", {"ascendWeight": "abc"})
+    set_config_values(repo, "prod", {"ascendWeight": 20})
     code, doc = run_json(capsys, "-C", str(repo), "status", "-o", "json")
     assert code == 2 and doc["exitCode"] == 2
     assert doc["stacks"][1]["stack"] == "staging" and "error" in doc["stacks"][1]
@@ -231,7 +231,7 @@ def test_promote_json_with_a_skipped_gate(repo, capsys):
 
 
 def test_promote_refusing_is_exit_2_and_no_document(repo, capsys):
-    set_config_value(repo, "prod", "ascendWeight", 20)  # a pending step
+    set_config_values(repo, "prod", {"ascendWeight": 20})  # a pending step
     argv = ["-C", str(repo), "promote", "-s", "prod", "--skip-gate", "--reason", "drill"]
     assert main([*argv, "-o", "json"]) == 2
     captured = capsys.readouterr()
@@ -252,7 +252,7 @@ def test_rollback_json(repo, capsys):
 
 
 def test_verify_precision_json(repo, capsys):
-    set_config_value(repo, "prod", "ascend", {"image": NEW_NPU})
+    set_config_values(repo, "prod", {"ascend": {"image": NEW_NPU}})
     fast = ["--backoff", "0.01", "--timeout", "5", "--deadline", "20"]
     with OpenAIServer() as nvidia, OpenAIServer() as ascend:
         argv = ["-C", str(repo), "verify-precision", "-s", "prod", "--nvidia", nvidia.url]

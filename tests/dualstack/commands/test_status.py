@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from dualstack.cli import main
-from dualstack.repo.stackfile import set_config_value
+from dualstack.repo.stackfile import set_config_values
 from tests.conftest import git
 from tests.support.pulumi_stub import hide_pulumi, install_fake_pulumi
 
@@ -26,8 +26,10 @@ def test_status_of_every_stack(git_repo, capsys, monkeypatch):
 
 
 def test_status_flags_unverified_image_and_top_of_ladder(git_repo, capsys):
-    set_config_value(git_repo, "prod", "ascendWeight", 100)
-    set_config_value(git_repo, "prod", "ascend", {"image": "registry/inference-service:v1.3.0-npu"})
+    set_config_values(git_repo, "prod", {"ascendWeight": 100})
+    set_config_values(
+        git_repo, "prod", {"ascend": {"image": "registry/inference-service:v1.3.0-npu"}}
+    )
     git(git_repo, "commit", "-qam", "prod at 100 with a new image")
     assert main(["-C", str(git_repo), "status", "--stack", "prod"]) == 0
     out = capsys.readouterr().out
@@ -59,7 +61,7 @@ def test_status_reports_an_unreachable_backend(git_repo, tmp_path, monkeypatch, 
 
 
 def test_invalid_stack_is_reported_and_the_others_still_shown(git_repo, capsys):
-    set_config_value(git_repo, "staging", "ascendWeight", "abc")
+    set_config_values(git_repo, "staging", {"ascendWeight": "abc"})
     assert main(["-C", str(git_repo), "status"]) == 2
     captured = capsys.readouterr()
     assert captured.out.startswith("prod\n")
@@ -72,7 +74,7 @@ def test_invalid_stack_is_reported_and_the_others_still_shown(git_repo, capsys):
 
 def test_a_step_written_but_not_landed_is_not_a_next_step(git_repo, capsys, monkeypatch):
     hide_pulumi(monkeypatch)
-    set_config_value(git_repo, "prod", "ascendWeight", 20)
+    set_config_values(git_repo, "prod", {"ascendWeight": 20})
     assert main(["-C", str(git_repo), "status", "--stack", "prod"]) == 3
     line = next(x for x in capsys.readouterr().out.splitlines() if "next step" in x)
     assert line.startswith(

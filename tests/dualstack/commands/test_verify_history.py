@@ -4,7 +4,7 @@ once, so an earlier verified pair stays available for an image rollback."""
 from __future__ import annotations
 
 from dualstack.cli import main
-from dualstack.repo.stackfile import read_config, set_config_value
+from dualstack.repo.stackfile import read_config, set_config_values
 from tests.support.judge_repos import V123, V124, make_repo
 from tests.support.precision_servers import OpenAIServer
 
@@ -21,8 +21,8 @@ def verify(repo, capsys) -> tuple[int, str]:
 
 def test_a_new_pair_is_appended_and_a_known_one_not_repeated(tmp_path, capsys):
     repo = make_repo(tmp_path)
-    set_config_value(repo, "prod", "nvidia", {"image": V124["nvidia"]})
-    set_config_value(repo, "prod", "ascend", {"image": V124["ascend"]})
+    set_config_values(repo, "prod", {"nvidia": {"image": V124["nvidia"]}})
+    set_config_values(repo, "prod", {"ascend": {"image": V124["ascend"]}})
     code, out = verify(repo, capsys)
     assert code == 0
     assert f"verifiedImages: {V124['nvidia']} + {V124['ascend']} added (2 pairs)" in out

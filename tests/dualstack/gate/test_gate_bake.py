@@ -14,8 +14,7 @@ import math
 
 import pytest
 
-from components.settings import load_settings
-from components.settings.fleet import load_fleet
+from components.settings import load_fleet, load_settings
 from dualstack.gate.bake import _judge, _requests, bake_criterion, held_since
 from dualstack.gate.criteria import Criterion
 from dualstack.gate.data import DEFAULT_BOUNDS, DataBounds

@@ -12,8 +12,7 @@ import math
 
 import pytest
 
-from components.settings import load_settings
-from components.settings.fleet import load_fleet
+from components.settings import load_fleet, load_settings
 from dualstack.gate.criteria import (
     Criterion,
     GateReport,

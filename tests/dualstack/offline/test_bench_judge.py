@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from dualstack.repo.stackfile import set_config_value
+from dualstack.repo.stackfile import set_config_values
 from tests.support.judge_repos import make_repo, run_head
 
 pytestmark = pytest.mark.benchmark
@@ -49,7 +49,7 @@ def test_preview_with_the_base_worktree_against_one_cold_render(benchmark, tmp_p
     module = repo / "components" / "__init__.py"
     original = module.read_text(encoding="utf-8")
     module.write_text(original + "# a pull request that edits the code\n", encoding="utf-8")
-    set_config_value(repo, "prod", "ascendWeight", "20")
+    set_config_values(repo, "prod", {"ascendWeight": "20"})
     preview = ("preview", "--stack", "prod", "--base", "main")
     runs: dict[str, list[tuple[float, float]]] = {"render": [], "cold": [], "warm": []}
     for _ in range(ROUNDS):  # interleaved, so the machine's load hits each alike

@@ -15,7 +15,7 @@ import subprocess
 import pytest
 
 from dualstack.cli import main
-from dualstack.repo.stackfile import set_config_value
+from dualstack.repo.stackfile import set_config_values
 from tests.conftest import git
 from tests.support.judge_repos import (
     PROD,
@@ -52,7 +52,7 @@ def test_a_step_limit_edited_in_the_pack_does_not_judge(repo):
         "    if previous is None:\n        return ladder[1]\n",
         "    return 100\n",
     )
-    set_config_value(repo, "prod", "ascendWeight", "100")
+    set_config_values(repo, "prod", {"ascendWeight": "100"})
     done = head_preview(repo)
     assert done.returncode == 1, done.stdout + done.stderr
     assert WORKTREE in done.stdout
@@ -72,7 +72,7 @@ def test_a_policy_made_advisory_in_the_pr_stays_mandatory(repo):
         """        validate=no_unsafe_weight_jump_validator,
         enforcement_level=EnforcementLevel.ADVISORY,""",
     )
-    set_config_value(repo, "prod", "ascendWeight", "100")
+    set_config_values(repo, "prod", {"ascendWeight": "100"})
     done = head_preview(repo)
     assert done.returncode == 1
     assert "  FAIL no-unsafe-weight-jump [mandatory]" in done.stdout
@@ -85,7 +85,7 @@ def test_a_policy_config_writer_edited_in_the_pr_does_not_judge(repo):
         '"ladder": list(settings.ladder),',
         '"ladder": [0, 100],',
     )
-    set_config_value(repo, "prod", "ascendWeight", "100")
+    set_config_values(repo, "prod", {"ascendWeight": "100"})
     done = head_preview(repo)
     assert done.returncode == 1
     assert failed_policies(done.stderr) == {ENVELOPE, "no-unsafe-weight-jump"}
@@ -138,7 +138,7 @@ def test_a_base_without_the_protocol_stops_the_preview(repo):
     )
     commit(repo, "a base from before the judge protocol")
     git(repo, "checkout", "-q", "HEAD~1", "--", "dualstack/commands/ci.py")
-    set_config_value(repo, "prod", "ascendWeight", "20")
+    set_config_values(repo, "prod", {"ascendWeight": "20"})
     done = head_preview(repo)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stdout == ""
@@ -198,7 +198,7 @@ def test_head_mode_judges_from_the_base_checkout(repo, tmp_path):
         "    if previous is None:\n        return ladder[1]\n",
         "    return 100\n",
     )
-    set_config_value(repo, "prod", "ascendWeight", "100")
+    set_config_values(repo, "prod", {"ascendWeight": "100"})
     done = run_base(base, "preview", "--stack", "prod", "--head", str(repo))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Judged by the base's code and facts (this checkout)" in done.stdout
@@ -208,8 +208,8 @@ def test_head_mode_judges_from_the_base_checkout(repo, tmp_path):
 def test_policy_config_from_the_base_checkout(repo, tmp_path):
     base = tmp_path / "base-checkout"
     git(repo, "worktree", "add", "-q", "--detach", str(base), "main")
-    set_config_value(repo, "prod", "ascendWeight", "20")
-    set_config_value(repo, "prod", "capacity", {"totalReplicas": 1})
+    set_config_values(repo, "prod", {"ascendWeight": "20"})
+    set_config_values(repo, "prod", {"capacity": {"totalReplicas": 1}})
     out = tmp_path / "policy-config.json"
     argv = ["policy-config", "--stack", "prod", "--previous-weight", "5"]
     done = run_base(base, *argv, "--head", str(repo), "--output", str(out))
@@ -238,7 +238,7 @@ def test_a_base_without_code_of_its_own_cannot_judge(tmp_path, capsys):
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "stacks only")
-    set_config_value(repo, "prod", "ascendWeight", "20")
+    set_config_values(repo, "prod", {"ascendWeight": "20"})
     code = main(["-C", str(repo), "preview", "--stack", "prod", "--base", "main"])
     out, err = capsys.readouterr()
     assert (code, out) == (2, "")

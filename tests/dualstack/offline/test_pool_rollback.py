@@ -17,7 +17,7 @@ import pytest
 from dualstack.offline.policy_config import pack_config, template_facts
 from dualstack.offline.policy_run import PolicyResult, blocking, run_policies
 from dualstack.offline.render import render
-from dualstack.repo.stackfile import set_config_value
+from dualstack.repo.stackfile import set_config_values
 from tests.conftest import cfg
 from tests.support.migration_helpers import _identity, dualstack, weight  # noqa: F401
 
@@ -103,7 +103,7 @@ def shrunk_repo(stack_repo) -> Path:
 
 
 def test_preview_of_the_rollback_pr_passes(shrunk_repo, capsys):
-    set_config_value(shrunk_repo, "prod", "ascendWeight", 80)
+    set_config_values(shrunk_repo, "prod", {"ascendWeight": 80})
     code = dualstack(shrunk_repo, "preview", "--stack", "prod", "--base", "main")
     out = capsys.readouterr().out
     assert code == 0, out

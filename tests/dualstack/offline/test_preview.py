@@ -9,13 +9,13 @@ import pytest
 from dualstack.errors import UsageError
 from dualstack.offline.preview import build_preview, format_preview
 from dualstack.repo.baseref import default_base
-from dualstack.repo.stackfile import StackFileError, set_config_value
+from dualstack.repo.stackfile import StackFileError, set_config_values
 from tests.conftest import git
 from tests.dualstack.commands.test_cli import dualstack
 
 
 def test_weight_step_changes_the_route_and_the_recorded_weight(git_repo: Path) -> None:
-    set_config_value(git_repo, "prod", "ascendWeight", 20)
+    set_config_values(git_repo, "prod", {"ascendWeight": 20})
     preview = build_preview(git_repo, "prod", "main")
     assert preview.previous_weight == 5
     changed = [c.describe() for c in preview.changes if c.change != "same"]
@@ -33,7 +33,7 @@ def test_weight_step_changes_the_route_and_the_recorded_weight(git_repo: Path) -
 
 
 def test_step_to_50_scales_ascend(git_repo: Path) -> None:
-    set_config_value(git_repo, "prod", "ascendWeight", 50)
+    set_config_values(git_repo, "prod", {"ascendWeight": 50})
     preview = build_preview(git_repo, "prod", "main")
     assert "Replicas: nvidia 4, ascend 2 -> 3" in format_preview(preview)
     assert "~ Deployment inference/inference-green" in [c.describe() for c in preview.changes]
@@ -59,7 +59,7 @@ def test_unknown_ref_is_an_error(git_repo: Path) -> None:
 def test_default_base_is_merge_base_with_main(git_repo: Path) -> None:
     main_head = git(git_repo, "rev-parse", "HEAD").strip()
     git(git_repo, "checkout", "-q", "-b", "step-20")
-    set_config_value(git_repo, "prod", "ascendWeight", 20)
+    set_config_values(git_repo, "prod", {"ascendWeight": 20})
     git(git_repo, "commit", "-qam", "prod: ascendWeight 20")
     assert default_base(git_repo) == main_head
 
@@ -70,7 +70,7 @@ def test_default_base_outside_git(tmp_path: Path) -> None:
 
 def test_cli_preview_on_a_branch(git_repo: Path) -> None:
     git(git_repo, "checkout", "-q", "-b", "step-20")
-    set_config_value(git_repo, "prod", "ascendWeight", 20)
+    set_config_values(git_repo, "prod", {"ascendWeight": 20})
     git(git_repo, "commit", "-qam", "prod: ascendWeight 20")
     done = dualstack("preview", "--stack", "prod", cwd=git_repo)
     assert done.returncode == 0, done.stderr
@@ -86,7 +86,7 @@ def test_cli_preview_next_step(git_repo: Path) -> None:
 
 def test_set_config_value_changes_one_line_and_keeps_comments(git_repo: Path) -> None:
     before = (git_repo / "Pulumi.prod.yaml").read_text()
-    previous = set_config_value(git_repo, "prod", "ascendWeight", 20)
+    previous = set_config_values(git_repo, "prod", {"ascendWeight": 20})["ascendWeight"]
     after = (git_repo / "Pulumi.prod.yaml").read_text()
     assert previous == "5"
     diff = git(git_repo, "diff", "-U0", "--", "Pulumi.prod.yaml")

@@ -14,7 +14,7 @@ import pytest
 
 import components.routers.istio
 from dualstack.cli import main
-from dualstack.repo.stackfile import set_config_value
+from dualstack.repo.stackfile import set_config_values
 from tests.conftest import REPO, git
 
 
@@ -26,12 +26,12 @@ def preview(repo, capsys, *args):
 
 def deployed_at(repo, weight):
     """Commit prod at `weight` on main: the base the next pull request is judged against."""
-    set_config_value(repo, "prod", "ascendWeight", weight)
+    set_config_values(repo, "prod", {"ascendWeight": weight})
     git(repo, "commit", "-qam", f"prod at {weight}")
 
 
 def test_5_to_20_passes(git_repo, capsys):
-    set_config_value(git_repo, "prod", "ascendWeight", 20)
+    set_config_values(git_repo, "prod", {"ascendWeight": 20})
     code, out, err = preview(git_repo, capsys)
     assert code == 0, out
     assert "Ascend weight: 5% -> 20%" in out
@@ -42,7 +42,7 @@ def test_5_to_20_passes(git_repo, capsys):
 
 
 def test_5_to_80_fails_naming_the_jump(git_repo, capsys):
-    set_config_value(git_repo, "prod", "ascendWeight", 80)
+    set_config_values(git_repo, "prod", {"ascendWeight": 80})
     code, out, err = preview(git_repo, capsys)
     assert code == 1
     assert (
@@ -54,7 +54,7 @@ def test_5_to_80_fails_naming_the_jump(git_repo, capsys):
 
 def test_80_to_0_rollback_passes(git_repo, capsys):
     deployed_at(git_repo, 80)
-    set_config_value(git_repo, "prod", "ascendWeight", 0)
+    set_config_values(git_repo, "prod", {"ascendWeight": 0})
     code, out, _err = preview(git_repo, capsys)
     assert code == 0, out
     assert "Ascend weight: 80% -> 0%" in out
@@ -62,14 +62,14 @@ def test_80_to_0_rollback_passes(git_repo, capsys):
 
 def test_50_to_20_passes(git_repo, capsys):
     deployed_at(git_repo, 50)
-    set_config_value(git_repo, "prod", "ascendWeight", 20)
+    set_config_values(git_repo, "prod", {"ascendWeight": 20})
     code, out, _err = preview(git_repo, capsys)
     assert code == 0, out
     assert "0 violations" in out
 
 
 def test_raise_to_20_with_an_unverified_ascend_image_fails(git_repo, capsys):
-    set_config_value(git_repo, "prod", "ascendWeight", 20)
+    set_config_values(git_repo, "prod", {"ascendWeight": 20})
     code, out, err = preview(
         git_repo,
         capsys,
@@ -109,7 +109,7 @@ def test_image_bump_at_5_without_verification_fails(git_repo, capsys):
 
 
 def test_image_bump_with_a_decrease_5_to_0_passes(git_repo, capsys):
-    set_config_value(git_repo, "prod", "ascendWeight", 0)
+    set_config_values(git_repo, "prod", {"ascendWeight": 0})
     code, out, err = preview(git_repo, capsys, *NEW_IMAGES)
     assert code == 0, out
     assert "Ascend weight: 5% -> 0%" in out
@@ -127,8 +127,8 @@ def test_image_bump_at_0_passes(git_repo, capsys):
 
 def test_image_bump_at_5_with_its_own_verification_fails(git_repo, capsys):
     """Evidence comes from the base: the head's verifiedAscendImage verifies nothing."""
-    set_config_value(
-        git_repo, "prod", "verifiedAscendImage", "registry/inference-service:v1.2.4-npu"
+    set_config_values(
+        git_repo, "prod", {"verifiedAscendImage": "registry/inference-service:v1.2.4-npu"}
     )
     code, out, err = preview(git_repo, capsys, *NEW_IMAGES)
     assert code == 1, out
@@ -156,7 +156,7 @@ def test_more_nvidia_pods_than_the_pool_holds_fails(git_repo, capsys):
 def test_more_ascend_pods_than_the_pool_holds_at_100_fails(git_repo, capsys):
     """The trial's case: at 100% with totalReplicas=20, 24 Ascend pods on 2 nodes x 8 NPUs."""
     deployed_at(git_repo, 80)
-    set_config_value(git_repo, "prod", "ascendWeight", 100)
+    set_config_values(git_repo, "prod", {"ascendWeight": 100})
     code, out, err = preview(git_repo, capsys, "--set", "capacity.totalReplicas=20")
     assert code == 1
     assert "Replicas: nvidia 4 -> 1, ascend 4 -> 24" in out
@@ -171,9 +171,9 @@ def test_pool_size_comes_from_the_base(git_repo, capsys):
     """The head's `acceleratorsPerNode: 16` does not size the pool; approved by the owners it
     does, but then the same pull request may not raise the weight."""
     deployed_at(git_repo, 80)
-    set_config_value(git_repo, "prod", "ascendWeight", 100)
+    set_config_values(git_repo, "prod", {"ascendWeight": 100})
     pool = {"name": "ascend", "nodes": ["ascend-01", "ascend-02"], "acceleratorsPerNode": 16}
-    set_config_value(git_repo, "prod", "ascend", {"pool": pool})
+    set_config_values(git_repo, "prod", {"ascend": {"pool": pool}})
     code, out, err = preview(git_repo, capsys, "--set", "capacity.totalReplicas=20")
     assert code == 1, out
     assert "but the pool has 16 (2 nodes x 8 acceleratorsPerNode)" in err
@@ -217,7 +217,7 @@ def test_a_stack_new_at_the_base_is_judged_as_a_first_deploy(git_repo, capsys):
 
 def test_cli_exit_code_in_a_real_process(git_repo):
     """`dualstack preview --stack prod --base <prod at 5>` with ascendWeight 80 exits 1."""
-    set_config_value(git_repo, "prod", "ascendWeight", 80)
+    set_config_values(git_repo, "prod", {"ascendWeight": 80})
     done = subprocess.run(
         [
             sys.executable,
@@ -242,7 +242,7 @@ def test_cli_exit_code_in_a_real_process(git_repo):
 
 @pytest.mark.parametrize("weight", ["150", "abc"])
 def test_bad_weight_is_exit_2_before_any_policy(git_repo, capsys, weight):
-    set_config_value(git_repo, "prod", "ascendWeight", weight)
+    set_config_values(git_repo, "prod", {"ascendWeight": weight})
     code, out, err = preview(git_repo, capsys)
     assert code == 2
     assert out == ""
@@ -258,7 +258,7 @@ def write_config_lines(repo, *lines):
 
 def test_a_head_ladder_cannot_widen_its_own_step(git_repo, capsys):
     """5 -> 100 with a ladder [0, 5, 100] the PR itself brings is judged on the base ladder."""
-    set_config_value(git_repo, "prod", "ascendWeight", 100)
+    set_config_values(git_repo, "prod", {"ascendWeight": 100})
     write_config_lines(git_repo, "ladder: [0, 5, 100]")
     code, out, err = preview(git_repo, capsys)
     assert code == 1, out
@@ -273,7 +273,7 @@ def test_a_head_ladder_cannot_widen_its_own_step(git_repo, capsys):
 
 
 def test_a_head_max_step_cannot_widen_its_own_step(git_repo, capsys):
-    set_config_value(git_repo, "prod", "ascendWeight", 80)
+    set_config_values(git_repo, "prod", {"ascendWeight": 80})
     write_config_lines(git_repo, "policy: {maxStep: 100}")
     code, out, err = preview(git_repo, capsys)
     assert code == 1, out
@@ -287,7 +287,7 @@ def test_a_max_step_already_on_the_base_applies(git_repo, capsys):
     """The step limit is the base's: a maxStep merged (reviewed) before applies to the next PR."""
     write_config_lines(git_repo, "policy: {maxStep: 75}")
     git(git_repo, "commit", "-qam", "prod: maxStep 75")
-    set_config_value(git_repo, "prod", "ascendWeight", 80)
+    set_config_values(git_repo, "prod", {"ascendWeight": 80})
     code, out, _err = preview(git_repo, capsys)
     assert code == 0, out
     assert "  ok   no-unsafe-weight-jump [mandatory]" in out
@@ -296,7 +296,7 @@ def test_a_max_step_already_on_the_base_applies(git_repo, capsys):
 def test_a_decrease_with_unverified_new_images_fails(git_repo, capsys):
     """50 -> 20 while both images move to an unchecked release: not a rollback."""
     deployed_at(git_repo, 50)
-    set_config_value(git_repo, "prod", "ascendWeight", 20)
+    set_config_values(git_repo, "prod", {"ascendWeight": 20})
     code, out, err = preview(git_repo, capsys, *NEW_IMAGES)
     assert code == 1, out
     assert err.splitlines()[0] == "policy check failed: precision-verified-before-promotion"

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from dualstack.repo.stackfile import set_config_value
+from dualstack.repo.stackfile import set_config_values
 from tests.support.judge_repos import failed_policies, make_repo, run_head
 
 ENVELOPE = "safety-envelope-unchanged"
@@ -56,7 +56,7 @@ sys.modules[__name__] = _real
 def repo(tmp_path):
     repo = make_repo(tmp_path)
     (repo / "pulumi_policy.py").write_text(SHADOW, encoding="utf-8")
-    set_config_value(repo, "prod", "ascendWeight", "100")
+    set_config_values(repo, "prod", {"ascendWeight": "100"})
     return repo
 
 

@@ -17,7 +17,7 @@ import subprocess
 import pytest
 
 from dualstack.repo.changes import stacks_touched, tree_changes
-from dualstack.repo.stackfile import set_config_value
+from dualstack.repo.stackfile import set_config_values
 from tests.conftest import git
 from tests.support.judge_repos import commit, failed_policies, make_repo, run_base
 
@@ -57,7 +57,7 @@ def jump_with(repo, path: str, text: str, mode: int = 0o644) -> None:
     file.parent.mkdir(parents=True, exist_ok=True)
     file.write_text(text, encoding="utf-8")
     file.chmod(mode)
-    set_config_value(repo, "prod", "ascendWeight", "100")
+    set_config_values(repo, "prod", {"ascendWeight": "100"})
     git(repo, "add", "-f", path)
     commit(repo, "the pull request")
 
@@ -133,6 +133,6 @@ def test_the_pipelines_base_checkout_inside_the_head_is_no_change(tmp_path):
     other = repo / "vendored"
     other.mkdir()
     git(other, "init", "-q")
-    set_config_value(repo, "prod", "ascendWeight", "20")
+    set_config_values(repo, "prod", {"ascendWeight": "20"})
     found = tree_changes(repo, "main")
     assert found == {"Pulumi.prod.yaml": "M", "vendored/": "A"}

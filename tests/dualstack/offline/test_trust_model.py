@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from dualstack.repo.stackfile import set_config_value
+from dualstack.repo.stackfile import set_config_values
 from tests.support.judge_repos import (
     PROD,
     STAGING,
@@ -42,7 +42,7 @@ def at(repo, weight, **keys):
 def head(repo, **keys):
     """The pull request: set project keys of prod in the working tree."""
     for key, value in keys.items():
-        set_config_value(repo, "prod", key, value)
+        set_config_values(repo, "prod", {key: value})
 
 
 # ------------------------------------------------------------- 1. self-asserted evidence
@@ -321,7 +321,7 @@ def test_two_stacks_raised_in_one_pr_need_the_owners(repo, capsys, stack):
     """prod 5 -> 20 and staging 20 -> 50 at once: each alone is a rung, together they skip
     the data gate staging's rung gives before prod. Each stack's preview names the other."""
     head(repo, ascendWeight="20")
-    set_config_value(repo, "staging", "ascendWeight", "50")
+    set_config_values(repo, "staging", {"ascendWeight": "50"})
     code, out, err = preview(repo, capsys, stack=stack)
     assert code == 1
     assert failed_policies(err) == {ENVELOPE}
@@ -332,7 +332,7 @@ def test_two_stacks_raised_in_one_pr_need_the_owners(repo, capsys, stack):
 def test_rolling_back_every_stack_in_one_pr_passes(repo, capsys):
     """`dualstack rollback --all` commits every stack's lower weight at once: no envelope."""
     head(repo, ascendWeight="0")
-    set_config_value(repo, "staging", "ascendWeight", "5")
+    set_config_values(repo, "staging", {"ascendWeight": "5"})
     for stack in ("prod", "staging"):
         code, out, err = preview(repo, capsys, stack=stack)
         assert code == 0, out + err

@@ -1,6 +1,6 @@
 """Faithful writes: a weight step is a one-line diff whatever the stack file's style.
 
-`set_config_value` (promote, rollback, verify-precision) keeps line endings (LF, CRLF),
+`set_config_values` (promote, rollback, verify-precision) keeps line endings (LF, CRLF),
 mapping indentation, list dashes flush under their key or indented, comments and quotes.
 The files are fixtures written here, in each style a person or a tool might use.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from dualstack.cli import main
-from dualstack.repo.stackfile import detect_style, read_config, set_config_value
+from dualstack.repo.stackfile import detect_style, read_config, set_config_values
 from tests.conftest import REPO, git
 
 FLUSH = """\
@@ -89,7 +89,7 @@ def test_a_step_is_a_one_line_diff(tmp_path: Path, style: str, newline: str) -> 
     text = STYLES[style].replace("\n", newline)
     path = tmp_path / "Pulumi.s.yaml"
     path.write_bytes(text.encode())
-    previous = set_config_value(tmp_path, "s", "ascendWeight", 50)
+    previous = set_config_values(tmp_path, "s", {"ascendWeight": 50})["ascendWeight"]
     after = path.read_bytes().decode()
     assert previous == "20"
     old = next(line for line in text.split(newline) if "ascendWeight" in line)
@@ -106,7 +106,7 @@ def test_quotes_and_plain_integers_keep_their_style(tmp_path: Path) -> None:
     for quoted, expected in (('"20"', '"50"'), ("'20'", "'50'"), ("20", "50")):
         path = tmp_path / "Pulumi.q.yaml"
         path.write_text(f"config:\n  dualstack-inference:ascendWeight: {quoted}\n")
-        set_config_value(tmp_path, "q", "ascendWeight", 50)
+        set_config_values(tmp_path, "q", {"ascendWeight": 50})
         assert path.read_text() == f"config:\n  dualstack-inference:ascendWeight: {expected}\n"
 
 
@@ -114,7 +114,7 @@ def test_a_new_key_is_one_added_line_in_pulumis_quotes(tmp_path: Path) -> None:
     path = tmp_path / "Pulumi.n.yaml"
     text = '# prod\r\nconfig:\r\n    dualstack-inference:ascendWeight: "5"\r\n'
     path.write_bytes(text.encode())
-    set_config_value(tmp_path, "n", "verifiedAscendImage", "registry/x:v1.2.3-npu")
+    set_config_values(tmp_path, "n", {"verifiedAscendImage": "registry/x:v1.2.3-npu"})
     assert path.read_bytes().decode() == (
         text + '    dualstack-inference:verifiedAscendImage: "registry/x:v1.2.3-npu"\r\n'
     )
@@ -123,7 +123,7 @@ def test_a_new_key_is_one_added_line_in_pulumis_quotes(tmp_path: Path) -> None:
 def test_a_file_without_a_final_newline_keeps_it_so(tmp_path: Path) -> None:
     path = tmp_path / "Pulumi.e.yaml"
     path.write_text('config:\n  dualstack-inference:ascendWeight: "5"')
-    set_config_value(tmp_path, "e", "ascendWeight", 20)
+    set_config_values(tmp_path, "e", {"ascendWeight": 20})
     assert path.read_text() == 'config:\n  dualstack-inference:ascendWeight: "20"'
 
 

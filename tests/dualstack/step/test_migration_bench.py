@@ -13,7 +13,7 @@ from components.settings import load_settings
 from dualstack.cli import main
 from dualstack.gate.criteria import evaluate
 from dualstack.gate.prometheus import PrometheusClient
-from dualstack.repo.stackfile import read_config, set_config_value
+from dualstack.repo.stackfile import read_config, set_config_values
 from dualstack.step.weights import change_weight
 from tests.conftest import copy_stack_files
 from tests.dualstack.gate.test_gate_prometheus import END, history, write_stack
@@ -53,7 +53,7 @@ def test_bench_rollback_command(benchmark, git_repo, monkeypatch, capsys):
     hide_pulumi(monkeypatch)
 
     def reset() -> None:
-        set_config_value(git_repo, "prod", "ascendWeight", 50)
+        set_config_values(git_repo, "prod", {"ascendWeight": 50})
 
     def rollback() -> int:
         return main(["-C", str(git_repo), "rollback", "--stack", "prod"])

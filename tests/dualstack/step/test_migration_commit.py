@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dualstack.repo.stackfile import read_config_at, set_config_value
+from dualstack.repo.stackfile import read_config_at, set_config_values
 from tests.conftest import git
 from tests.support.migration_helpers import SKIP, WEIGHT, _identity, dualstack, weight  # noqa: F401
 
@@ -18,7 +18,7 @@ def feature_branch_at_80(repo: Path) -> None:
     (repo / "unrelated.txt").write_text("not for prod\n")
     git(repo, "add", "unrelated.txt")
     git(repo, "commit", "-qm", "unrelated")
-    set_config_value(repo, "prod", "ascendWeight", 80)
+    set_config_values(repo, "prod", {"ascendWeight": 80})
     git(repo, "commit", "-qam", "prod at 80 on the feature branch")
 
 
@@ -94,7 +94,7 @@ def test_a_failed_commit_restores_the_file_and_deletes_the_branch(git_repo, caps
 def test_promote_commit_refuses_to_carry_a_verification_record(git_repo, capsys):
     """Evidence never rides along with a step (README "Trust model"): the record that
     verify-precision writes lands through its own pull request."""
-    set_config_value(git_repo, "prod", "verifiedAscendImage", "registry/inference:v2-npu")
+    set_config_values(git_repo, "prod", {"verifiedAscendImage": "registry/inference:v2-npu"})
     before = (git_repo / "Pulumi.prod.yaml").read_bytes()
     assert dualstack(git_repo, "promote", "--stack", "prod", "--commit", *SKIP) == 2
     err = capsys.readouterr().err
@@ -105,8 +105,8 @@ def test_promote_commit_refuses_to_carry_a_verification_record(git_repo, capsys)
 
 
 def test_any_other_uncommitted_change_is_still_refused(git_repo, capsys):
-    set_config_value(git_repo, "prod", "verifiedAscendImage", "registry/inference:v2-npu")
-    set_config_value(git_repo, "prod", "ascendWeight", 20)
+    set_config_values(git_repo, "prod", {"verifiedAscendImage": "registry/inference:v2-npu"})
+    set_config_values(git_repo, "prod", {"ascendWeight": 20})
     assert dualstack(git_repo, "promote", "--stack", "prod", "--commit", *SKIP) == 2
     assert "Pulumi.prod.yaml has uncommitted changes" in capsys.readouterr().err
     assert weight(git_repo) == "20"

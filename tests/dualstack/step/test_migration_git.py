@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from dualstack.repo.stackfile import set_config_value
+from dualstack.repo.stackfile import set_config_values
 from tests.conftest import git
 from tests.support.migration_helpers import SKIP, WEIGHT, _identity, dualstack, weight  # noqa: F401
 from tests.support.pulumi_stub import install_fake_pulumi
@@ -76,13 +76,13 @@ def test_rollback_prints_the_fastest_path_and_the_break_glass_caveat(git_repo, c
 
 
 def test_rollback_is_allowed_without_gate_or_verified_image(git_repo):
-    set_config_value(git_repo, "prod", "verifiedAscendImage", "registry/other:v0.9-npu")
+    set_config_values(git_repo, "prod", {"verifiedAscendImage": "registry/other:v0.9-npu"})
     assert dualstack(git_repo, "rollback", "--stack", "prod") == 0
     assert weight(git_repo) == "0"
 
 
 def test_promote_at_100_says_nothing_is_left(git_repo, capsys):
-    set_config_value(git_repo, "prod", "ascendWeight", 100)
+    set_config_values(git_repo, "prod", {"ascendWeight": 100})
     before = (git_repo / "Pulumi.prod.yaml").read_text()
     assert dualstack(git_repo, "promote", "--stack", "prod", *SKIP) == 0
     assert "top of the ladder: nothing left to promote" in capsys.readouterr().out
@@ -90,7 +90,7 @@ def test_promote_at_100_says_nothing_is_left(git_repo, capsys):
 
 
 def test_rollback_from_100_scales_nvidia_before_moving_traffic(git_repo, capsys):
-    set_config_value(git_repo, "prod", "ascendWeight", 100)
+    set_config_values(git_repo, "prod", {"ascendWeight": 100})
     assert dualstack(git_repo, "rollback", "--stack", "prod", "--to", "80") == 0
     out = capsys.readouterr().out
     deployment = (
@@ -103,7 +103,7 @@ def test_rollback_from_100_scales_nvidia_before_moving_traffic(git_repo, capsys)
 
 
 def test_rollback_at_target_does_nothing(git_repo, capsys):
-    set_config_value(git_repo, "prod", "ascendWeight", 0)
+    set_config_values(git_repo, "prod", {"ascendWeight": 0})
     git(git_repo, "commit", "-qam", "at zero")
     assert dualstack(git_repo, "rollback", "--stack", "prod") == 0
     assert "already at 0% Ascend: nothing to roll back" in capsys.readouterr().out

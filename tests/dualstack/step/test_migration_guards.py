@@ -12,7 +12,7 @@ import pytest
 
 from dualstack.commands import rollback
 from dualstack.offline.policy_run import PolicyResult
-from dualstack.repo.stackfile import set_config_value
+from dualstack.repo.stackfile import set_config_values
 from tests.conftest import git
 from tests.support.migration_helpers import SKIP, WEIGHT, _identity, dualstack, weight  # noqa: F401
 from tests.support.pulumi_stub import install_fake_pulumi
@@ -47,7 +47,7 @@ def test_a_second_promote_on_top_of_a_pending_step_is_refused(git_repo, capsys):
 def test_a_step_that_breaks_a_mandatory_policy_is_undone(git_repo, capsys):
     # The served Ascend image is not the verified one; --skip-gate skips the gate's own
     # precision criterion, but the policy pack still blocks raising the weight.
-    set_config_value(git_repo, "prod", "ascend", {"image": UNVERIFIED})
+    set_config_values(git_repo, "prod", {"ascend": {"image": UNVERIFIED}})
     git(git_repo, "commit", "-qam", "new Ascend image, not yet verified")
     before = stack_bytes(git_repo)
     assert dualstack(git_repo, "promote", "--stack", "prod", *SKIP) == 1
@@ -97,7 +97,7 @@ def test_a_violation_the_stack_already_had_does_not_block_a_rollback(git_repo, m
 def test_a_rollback_is_judged_from_where_it_starts_not_from_the_base(git_repo, capsys):
     # The working tree went to 100% (uncommitted), its base is at 5%: judged against the base,
     # 80% would be a jump; judged against where the rollback starts, it is a decrease.
-    set_config_value(git_repo, "prod", "ascendWeight", 100)
+    set_config_values(git_repo, "prod", {"ascendWeight": 100})
     assert dualstack(git_repo, "rollback", "--stack", "prod", "--to", "80") == 0
     assert weight(git_repo) == "80"
 

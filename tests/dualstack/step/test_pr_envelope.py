@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dualstack.repo.stackfile import set_config_value
+from dualstack.repo.stackfile import set_config_values
 from tests.support.judge_repos import make_repo
 from tests.support.migration_helpers import (
     SKIP,
@@ -20,7 +20,7 @@ def test_a_plain_promotion_says_the_envelope_is_unchanged(tmp_path, capsys):
 
 def test_a_rollback_lists_each_envelope_change(tmp_path, capsys):
     repo = make_repo(tmp_path)
-    set_config_value(repo, "prod", "capacity", {"totalReplicas": 6})
+    set_config_values(repo, "prod", {"capacity": {"totalReplicas": 6}})
     assert dualstack(repo, "rollback", "--stack", "prod") == 0  # a decrease is never blocked
     body = capsys.readouterr().out
     assert "### Safety envelope\n" in body

@@ -13,7 +13,7 @@ import pytest
 
 from dualstack.errors import UsageError
 from dualstack.repo.git import GitError
-from dualstack.repo.stackfile import read_config, set_config_value
+from dualstack.repo.stackfile import read_config, set_config_values
 from dualstack.step import traffic_first as tf
 from tests.conftest import git
 from tests.support.emergency_stub import calls, install_emergency_tools, make_gitops
@@ -79,7 +79,7 @@ def test_the_up_has_no_preview_no_refresh_and_only_the_weight_targets(repo: Path
 def test_nvidia_goes_first_when_the_cluster_may_hold_fewer_nvidia_pods(
     repo: Path, git_weight: int, deployed: int | None, nvidia_first: bool
 ) -> None:
-    set_config_value(repo, "prod", "ascendWeight", git_weight)
+    set_config_values(repo, "prod", {"ascendWeight": git_weight})
     git(repo, "commit", "-q", "--allow-empty", "-am", f"prod at {git_weight}")
     plan = tf.plan_rollback(repo, "prod", 0, clamp=False)
     targets = tf.targets_for(plan, deployed)
@@ -178,9 +178,9 @@ def test_it_refuses_uncommitted_program_changes(repo: Path) -> None:
 
 
 def test_an_uncommitted_weight_is_fine_other_keys_are_not(repo: Path) -> None:
-    set_config_value(repo, "prod", "ascendWeight", 50)  # e.g. a promote not yet committed
+    set_config_values(repo, "prod", {"ascendWeight": 50})  # e.g. a promote not yet committed
     assert tf.check_checkout(repo, ["prod"]) == "origin/main"
-    set_config_value(repo, "prod", "namespace", "elsewhere")
+    set_config_values(repo, "prod", {"namespace": "elsewhere"})
     with pytest.raises(GitError, match=r"besides ascendWeight \(dualstack-inference:namespace\)"):
         tf.check_checkout(repo, ["prod"])
 
@@ -200,7 +200,7 @@ def test_the_commit_holds_only_the_rolled_back_stack_files(repo: Path) -> None:
 
 
 def test_with_gateway_api_the_emergency_up_targets_the_httproute(repo: Path) -> None:
-    set_config_value(repo, "prod", "router", "gateway-api")
+    set_config_values(repo, "prod", {"router": "gateway-api"})
     git(repo, "commit", "-qam", "prod on the Gateway API")
     plan = tf.plan_rollback(repo, "prod", 0, clamp=False)
     route = (
