@@ -115,6 +115,6 @@ def running_code_is(root: Path, commit: str) -> bool:
         changed = tree_changes(root, commit)
     except (GitError, OSError, ValueError):
         return False
-    if any(touches_program(path) for path in changed):
+    if any(touches_program(path, status) for path, status in changed.items()):
         return False
     return running is not None and running == base

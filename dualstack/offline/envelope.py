@@ -28,9 +28,14 @@ from typing import Any
 
 from components.settings import HARDWARE, PROJECT, Fleet, Settings
 from components.settings.fleet import FLEET_HARDWARE_KEYS, FLEET_KEYS, SERVICES_KEY
-from dualstack.repo.changes import stack_of, touches_program, tree_changes
-from dualstack.repo.git import show_file
-from dualstack.repo.stackfile import parse_config, parse_outside_config, read_text, stack_path
+from dualstack.repo.changes import is_link, stack_of, touches_program, tree_changes
+from dualstack.repo.stackfile import (
+    parse_config,
+    parse_outside_config,
+    read_text,
+    show_stack_text,
+    stack_path,
+)
 
 STEP_FACTS = frozenset(
     {f"{PROJECT}:ascendWeight", f"{PROJECT}:nvidia.image", f"{PROJECT}:ascend.image"}
@@ -242,6 +247,15 @@ def config_changes(
 _STATUS = {"A": ("absent", "added"), "D": ("present", "deleted"), "M": ("at base", "modified")}
 
 
+def _file_change(path: str, status: str) -> EnvelopeChange:
+    """`file <path>: at base -> modified`; a symlink on either side says so: `changed (a
+    symlink)`."""
+    before, after = _STATUS.get(status[:1], ("at base", "changed"))
+    return EnvelopeChange(
+        path, before, f"{after} (a symlink)" if is_link(status) else after, "file"
+    )
+
+
 def file_changes(head_root: Path, base_commit: str) -> list[EnvelopeChange]:
     """The program files (`touches_program`) that differ between `base_commit` and the head's
     working tree at `head_root`: committed, staged, unstaged and untracked (not ignored)
@@ -251,9 +265,9 @@ def file_changes(head_root: Path, base_commit: str) -> list[EnvelopeChange]:
     when git cannot compare (e.g. the base commit is not in the head's repository).
     """
     return [
-        EnvelopeChange(path, *_STATUS.get(status, ("at base", "changed")), "file")
+        _file_change(path, status)
         for path, status in sorted(tree_changes(head_root, base_commit).items())
-        if touches_program(path)
+        if touches_program(path, status)
     ]
 
 
@@ -267,7 +281,7 @@ def stack_settings_changes(head_root: Path, base_commit: str, stack: str) -> lis
     Raises StackFileError when either side cannot be read, GitError when git cannot.
     """
     path = stack_path(head_root, stack)
-    base_text = show_file(head_root, base_commit, f"./{path.name}")
+    base_text = show_stack_text(head_root, base_commit, path.name)
     if base_text is None:
         return []
     before = parse_outside_config(base_text, f"{base_commit[:12]}:{path.name}")
@@ -296,11 +310,15 @@ def other_stack_changes(head_root: Path, base_commit: str, stack: str) -> list[E
     changes = []
     for path, status in sorted(tree_changes(head_root, base_commit).items()):
         other = stack_of(path)
-        if other is None or other == stack:
+        if other is None or other == stack or is_link(status):
+            continue  # a symlink is a program file (`file_changes`)
+        if (
+            status == "M"
+            and other.casefold() != stack.casefold()  # the judged file on macOS or Windows
+            and _lowers_weight_only(head_root, base_commit, other)
+        ):
             continue
-        if status == "M" and _lowers_weight_only(head_root, base_commit, other):
-            continue
-        changes.append(EnvelopeChange(path, *_STATUS.get(status, ("at base", "changed")), "file"))
+        changes.append(_file_change(path, status))
     return changes
 
 
@@ -308,7 +326,7 @@ def _lowers_weight_only(head_root: Path, base_commit: str, stack: str) -> bool:
     """True when `Pulumi.<stack>.yaml` differs from the base only by lower weights: its
     `ascendWeight`, or its fleet members' `services.<name>.ascendWeight`, none raised."""
     name = stack_path(head_root, stack).name
-    before_text = show_file(head_root, base_commit, f"./{name}") or ""
+    before_text = show_stack_text(head_root, base_commit, name) or ""
     after_text = read_text(stack_path(head_root, stack))
     if parse_outside_config(before_text, name) != parse_outside_config(after_text, name):
         return False

@@ -18,6 +18,13 @@ from dualstack.repo.stackfile import stack_of
 
 __all__ = ["stack_of"]  # the stack-file name rule is `dualstack.repo.stackfile`'s
 
+LINK = "L"
+"""Appended to a git status letter (`AL`, `TL`, `DL`) when the path is a symlink on either
+side (git mode 120000): a symlink makes one name read another file's bytes, so it is the
+program whatever its name (`touches_program`)."""
+
+_LINK_MODE = "120000"
+
 INERT_PATHS = ("README.md", "LICENSE", "docs/", "tests/", "examples/")
 """Files and folders (ending in `/`) that neither deploy nor judge a stack: the documentation,
 the test suite (its own CI job: no secrets, deploys nothing) and the pipelines offered to the
@@ -77,23 +84,35 @@ def _under(path: str, prefixes: Iterable[str]) -> bool:
     )
 
 
-def touches_program(path: str) -> bool:
-    """True when `path` is part of what every stack runs: every path but a stack file
-    (`Pulumi.<stack>.yaml`) and the inert ones (`INERT_PATHS`, less `OWNED_INERT`)."""
+def is_link(status: str) -> bool:
+    """True for a status of `tree_changes` / `raw_changes` marking a symlink (`LINK`)."""
+    return status[1:] == LINK
+
+
+def touches_program(path: str, status: str = "") -> bool:
+    """True when `path` is part of what every stack runs: any symlink (`status` marked
+    `LINK`), and every other path but a stack file (`Pulumi.<stack>.yaml`) and the inert ones
+    (`INERT_PATHS`, less `OWNED_INERT`)."""
+    if is_link(status):
+        return True
     if stack_of(path) is not None:
         return False
     return path in OWNED_INERT or not _under(path, INERT_PATHS)
 
 
-def stacks_touched(paths: Iterable[str], stacks_at_head: Iterable[str]) -> StackChanges:
+def stacks_touched(
+    paths: Iterable[str], stacks_at_head: Iterable[str], links: Iterable[str] = ()
+) -> StackChanges:
     """The stacks a set of changed paths touches.
 
     `paths`: repo-relative paths changed between base and head (old and new names of a
-    rename). `stacks_at_head`: the stacks whose file exists at head.
+    rename). `stacks_at_head`: the stacks whose file exists at head. `links`: those of
+    `paths` that are a symlink on either side (the program, whatever their name).
     """
     paths = tuple(sorted(set(paths)))
     present = set(stacks_at_head)
-    program = [path for path in paths if touches_program(path)]
+    linked = set(links)
+    program = [path for path in paths if path in linked or touches_program(path)]
     named = {stack for path in paths if (stack := stack_of(path)) is not None}
     if program:
         touched = present | named
@@ -142,24 +161,36 @@ def changed_stacks(root: Path, base: str | None, head: str = "HEAD") -> StackCha
         raise ChangesError(
             f"base {base!r} is not a commit of this clone (shallow clone? fetch with depth 0)"
         ) from None
-    out = _git(root, "diff", "--name-only", "--no-renames", "-z", f"{base}...{head}")
-    return stacks_touched([path for path in out.split("\0") if path], present)
+    out = _git(root, "diff", "--raw", "--no-renames", "-z", f"{base}...{head}")
+    changes = raw_changes(out)
+    links = [path for path, status in changes.items() if is_link(status)]
+    return stacks_touched(changes, present, links)
+
+
+def raw_changes(out: str) -> dict[str, str]:
+    """{path: status} of `git diff --raw -z` output: git's status letter, `LINK` appended when
+    either side's mode is 120000 (git's own view of a symlink, not the file system's)."""
+    fields = [field for field in out.split("\0") if field]
+    found = {}
+    for meta, path in zip(fields[::2], fields[1::2], strict=False):
+        old_mode, new_mode, *_shas, status = meta.lstrip(":").split(" ")
+        link = _LINK_MODE in (old_mode, new_mode)
+        found[path] = status[:1] + (LINK if link else "")
+    return found
 
 
 def tree_changes(root: Path, commit: str) -> dict[str, str]:
     """{path: git status letter} of every file the working tree at `root` changes against
     `commit`: committed, staged, unstaged (`M`, `A`, `D`, `T`, ...) and untracked but not
-    ignored (`A`). Paths are relative to `root` (the folder holding `Pulumi.yaml`). A
-    worktree of this repository inside the tree (`base-checkout/`, where the pipelines check
-    the base out) is not part of it; any other nested repository is (`dir/`).
+    ignored (`A`); `LINK` appended for a symlink on either side (`raw_changes`). Paths are
+    relative to `root` (the folder holding `Pulumi.yaml`). A worktree of this repository
+    inside the tree (`base-checkout/`, where the pipelines check the base out) is not part of
+    it; any other nested repository is (`dir/`).
 
     Raises GitError when git cannot compare (e.g. `commit` is not in the repository).
     """
-    found: dict[str, str] = {}
-    out = git(root, "diff", "--name-status", "--no-renames", "--relative", "-z", commit)
-    fields = [field for field in out.split("\0") if field]
-    for status, path in zip(fields[::2], fields[1::2], strict=False):
-        found[path] = status[:1]
+    out = git(root, "diff", "--raw", "--no-renames", "--relative", "-z", commit)
+    found = raw_changes(out)
     untracked = [
         p for p in git(root, "ls-files", "--others", "--exclude-standard", "-z").split("\0") if p
     ]
@@ -167,7 +198,7 @@ def tree_changes(root: Path, commit: str) -> dict[str, str]:
     for path in untracked:
         if path.endswith("/") and (root / path).resolve() in worktrees:
             continue
-        found.setdefault(path, "A")
+        found.setdefault(path, "A" + (LINK if (root / path).is_symlink() else ""))
     return found
 
 

@@ -57,6 +57,17 @@ def is_commit(root: Path, ref: str) -> bool:
     return git_or_none(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}") is not None
 
 
+def entry_mode(root: Path, ref: str, path: str) -> str | None:
+    """git's mode of repo-relative `path` at commit `ref` (`100644`, `100755`, `120000` for a
+    symlink, `040000` a folder, `160000` a submodule), None when it does not exist there:
+    git's own view of the entry, whatever a checkout's file system makes of it. Raises
+    GitError when `ref` is not a commit or git fails."""
+    if not is_commit(root, ref):
+        raise GitError(f"git rev-parse: {ref!r} is not a commit in {root}")
+    listed = git(root, "ls-tree", ref, "--", path).strip()
+    return listed.split(" ", 1)[0] if listed else None
+
+
 def show_file(root: Path, ref: str, path: str) -> str | None:
     """The text of repo-relative `path` at commit `ref`, or None when it does not exist there.
 

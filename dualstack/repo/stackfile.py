@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScala
 
 from components.settings import PROJECT
 from components.settings.scalars import shown
-from dualstack.repo.git import GitError, show_file
+from dualstack.repo.git import GitError, entry_mode, show_file
 
 MAX_FILE_BYTES = 1024 * 1024
 """Largest stack file read, in bytes (the committed ones are about 1 KiB)."""
@@ -229,8 +230,49 @@ def read_config(root: Path, stack: str) -> dict[str, Any]:
     return parse_config(read_text(path), path.name)
 
 
+REGULAR_MODES = ("100644", "100755")
+"""git modes of a regular file; a stack file has one of them (a symlink, 120000, is refused)."""
+
+
+def _regular(path: Path) -> None:
+    """StackFileError unless `path` is a regular file itself: a symlink would make the stack
+    file another file's bytes (`Pulumi.prod.yaml` into `docs/`, where changes are inert), a
+    FIFO or device would block the read. A missing file passes (the read says so)."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(mode):
+        raise StackFileError(
+            f"{path.name}: a symlink (to {path.readlink()}), not a regular file; a stack file "
+            "must be a regular file"
+        )
+    if not stat.S_ISREG(mode):
+        raise StackFileError(f"{path.name}: not a regular file")
+
+
+def show_stack_text(root: Path, ref: str, name: str) -> str | None:
+    """The text of stack file `name` (repo-relative to `root`) at commit `ref`; None when it
+    does not exist there. git's own view decides what it is: an entry that is no regular
+    file (`REGULAR_MODES`; a symlink's blob is its target's path) is refused.
+
+    Raises StackFileError naming `ref:name` for such an entry, GitError when git fails."""
+    mode = entry_mode(root, ref, f"./{name}")
+    if mode is None:
+        return None
+    if mode not in REGULAR_MODES:
+        what = "a symlink" if mode == "120000" else "an entry"
+        raise StackFileError(
+            f"{ref}:{name}: {what} (git mode {mode}), not a regular file; a stack file must be "
+            "a regular file"
+        )
+    return show_file(root, ref, f"./{name}")
+
+
 def read_text(path: Path) -> str:
-    """A stack file's text (see `decode`); StackFileError when it cannot be read."""
+    """A stack file's text (see `decode`); StackFileError when it cannot be read or is not a
+    regular file (a symlink is refused, never followed)."""
+    _regular(path)
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
             raise StackFileError(
@@ -250,7 +292,7 @@ def read_config_at(root: Path, stack: str, ref: str) -> dict[str, Any] | None:
     """
     name = stack_path(Path(), stack).name
     try:
-        text = show_file(root, ref, f"./{name}")
+        text = show_stack_text(root, ref, name)
     except GitError as exc:
         if "is not a commit" in str(exc):
             raise StackFileError(f"git ref {ref!r} is not a commit in {root}") from None

@@ -251,7 +251,58 @@ def test_a_program_file_turned_into_a_symlink_is_changed(tmp_path):
     )
     (repo / "policies" / "traffic.py").unlink()
     (repo / "policies" / "traffic.py").symlink_to("../elsewhere.py")
-    assert describe(file_changes(repo, base)) == ["file policies/traffic.py: at base -> changed"]
+    assert describe(file_changes(repo, base)) == [
+        "file policies/traffic.py: at base -> changed (a symlink)"
+    ]
+
+
+def test_any_symlink_is_a_program_file_whatever_its_name(tmp_path):
+    """Issue 28: a symlink makes one name read another file's bytes (a stack file into
+    `docs/`, a doc into the program), so under `docs/`, `tests/` or named as a stack file it is
+    the program: committed, untracked, or turned back into a regular file."""
+    repo, base = repo_with(
+        tmp_path,
+        {"Pulumi.yaml": "name: x\n", "docs/prod.yaml": "config: {}\n", "tests/t.py": "1\n"},
+    )
+    (repo / "Pulumi.canary.yaml").symlink_to("docs/prod.yaml")
+    git(repo, "add", "Pulumi.canary.yaml")
+    (repo / "docs" / "guide.md").symlink_to("../Pulumi.yaml")  # untracked
+    (repo / "tests" / "t.py").unlink()
+    (repo / "tests" / "t.py").symlink_to("../Pulumi.yaml")
+    assert describe(file_changes(repo, base)) == [
+        "file Pulumi.canary.yaml: absent -> added (a symlink)",
+        "file docs/guide.md: absent -> added (a symlink)",
+        "file tests/t.py: at base -> changed (a symlink)",
+    ]
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "links")
+    linked = git(repo, "rev-parse", "HEAD").strip()
+    (repo / "tests" / "t.py").unlink()
+    (repo / "tests" / "t.py").write_text("1\n")  # a regular file again: was a symlink
+    assert describe(file_changes(repo, linked)) == [
+        "file tests/t.py: at base -> changed (a symlink)"
+    ]
+
+
+@pytest.mark.parametrize(
+    "name", ["Pulumi.prod.yml", "pulumi.prod.yaml", "Pulumi.prod.YAML", "PULUMI.prod.yaml"]
+)
+def test_a_stack_file_name_the_judge_does_not_read_is_a_program_file(tmp_path, name):
+    """Issue 28: `Pulumi.prod.yml` beside `Pulumi.prod.yaml` (Pulumi may read either; a
+    case-insensitive file system folds the others) was counted as prod, then skipped."""
+    repo, base = repo_with(tmp_path, {"Pulumi.yaml": "name: x\n", "Pulumi.prod.yaml": "{}\n"})
+    (repo / name).write_text('config:\n  dualstack-inference:ascendWeight: "100"\n')
+    assert describe(file_changes(repo, base)) == [f"file {name}: absent -> added"]
+
+
+def test_a_case_variant_of_the_judged_stack_is_another_stack_s_change(tmp_path):
+    """`Pulumi.Prod.yaml` only lowering its weight is no rollback of another stack: on a
+    case-insensitive file system it is the judged stack's own file."""
+    repo, base = two_stacks(tmp_path, **{"Pulumi.Prod.yaml": STAGING})
+    (repo / "Pulumi.Prod.yaml").write_text(STAGING.replace('"20"', '"5"'))
+    assert describe(other_stack_changes(repo, base, "prod")) == [
+        "file Pulumi.Prod.yaml: at base -> modified"
+    ]
 
 
 def test_settings_for_one_side_only_compare_as_written():
@@ -463,8 +514,10 @@ def test_another_stack_file_turned_into_a_symlink_is_changed(tmp_path):
     repo, base = two_stacks(tmp_path, **{"elsewhere.yaml": STAGING})
     (repo / "Pulumi.staging.yaml").unlink()
     (repo / "Pulumi.staging.yaml").symlink_to("elsewhere.yaml")
-    assert describe(other_stack_changes(repo, base, "prod")) == [
-        "file Pulumi.staging.yaml: at base -> changed"
+    # A symlink is a program file (issue 28): listed once, by file_changes.
+    assert describe(other_stack_changes(repo, base, "prod")) == []
+    assert describe(file_changes(repo, base)) == [
+        "file Pulumi.staging.yaml: at base -> changed (a symlink)"
     ]
 
 

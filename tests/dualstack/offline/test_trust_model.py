@@ -425,6 +425,31 @@ def test_an_approved_decrease_may_not_swap_the_nvidia_image(repo, capsys):
     assert f"changes the nvidia image {V123['nvidia']} -> {EVIL_NVIDIA}" in err
 
 
+def test_the_stack_file_as_a_symlink_is_refused_with_one_line(repo, capsys):
+    """Issue 28: `Pulumi.prod.yaml` as a symlink into `docs/` would make every later change of
+    prod a docs change; the judge reads no stack file through a symlink (exit 2)."""
+    stack = repo / "Pulumi.prod.yaml"
+    (repo / "docs").mkdir(exist_ok=True)
+    (repo / "docs" / "prod.yaml").write_text(stack_text(PROD), encoding="utf-8")
+    stack.unlink()
+    stack.symlink_to("docs/prod.yaml")
+    code, _out, err = preview(repo, capsys)
+    assert code == 2
+    assert (
+        "Pulumi.prod.yaml: a symlink (to docs/prod.yaml), not a regular file; a stack file "
+        "must be a regular file"
+    ) in err
+
+
+def test_a_yml_beside_the_stack_file_is_an_envelope_change(repo, capsys):
+    """Issue 28: `Pulumi.prod.yml` (Pulumi may read it) was counted as prod, then skipped."""
+    (repo / "Pulumi.prod.yml").write_text(stack_text({**PROD, "ascendWeight": "100"}))
+    code, out, err = preview(repo, capsys)
+    assert code == 1
+    assert failed_policies(err) == {ENVELOPE}
+    assert "file Pulumi.prod.yml: absent -> added" in out
+
+
 def test_an_image_rollback_to_an_earlier_verified_pair_passes(repo, capsys):
     at(
         repo,

@@ -127,6 +127,31 @@ def test_push_with_both_stacks_deploys_staging_first(git_repo: Path) -> None:
     assert changed_stacks(git_repo, before).stacks == ("staging", "prod")
 
 
+def test_a_stack_file_turned_into_a_symlink_touches_every_stack(git_repo: Path) -> None:
+    """Issue 28: `Pulumi.prod.yaml` as a symlink into `docs/` would make every later change of
+    prod a docs change: a symlink (git mode 120000) is the program, whatever its name."""
+    git(git_repo, "switch", "-qc", "link")
+    (git_repo / "docs").mkdir(exist_ok=True)
+    stack = git_repo / "Pulumi.prod.yaml"
+    (git_repo / "docs" / "prod.yaml").write_bytes(stack.read_bytes())
+    stack.unlink()
+    stack.symlink_to("docs/prod.yaml")
+    git(git_repo, "add", ".")
+    git(git_repo, "commit", "-qm", "prod via docs")
+    found = changed_stacks(git_repo, "main")
+    assert found.stacks == ("staging", "prod")
+    assert found.reason == "the program changed (Pulumi.prod.yaml): every stack"
+
+
+def test_a_symlink_under_docs_touches_every_stack(git_repo: Path) -> None:
+    git(git_repo, "switch", "-qc", "link")
+    (git_repo / "docs").mkdir(exist_ok=True)
+    (git_repo / "docs" / "x.md").symlink_to("../Pulumi.yaml")
+    git(git_repo, "add", ".")
+    git(git_repo, "commit", "-qm", "a doc link")
+    assert changed_stacks(git_repo, "main").stacks == ("staging", "prod")
+
+
 def test_first_push_compares_with_nothing_and_takes_every_stack(git_repo: Path) -> None:
     found = changed_stacks(git_repo, "0" * 40)
     assert found.stacks == ("staging", "prod")
