@@ -31,16 +31,30 @@ from typing import Any
 from policies.common import DEFAULT_PINNING, ConfigError, config_value
 from policies.routers import reader
 
+PIN_HEADER_PREFIX = "x-dualstack-"
+"""Every pin header starts with it (`components.settings.routing.PIN_HEADER_PREFIX`, kept
+equal by a test): a header of the project's own. Whatever the owners approved, a pin on a
+header clients send on their own (an SDK's `x-stainless-lang`) would route real traffic
+around the split, so such a config is refused, not judged."""
+
 
 def config_pinning(config: Mapping[str, Any]) -> dict[str, str]:
     """Config `testerPinning` as {header, nvidia, ascend}. Raises ConfigError unless each is a
-    non-empty string and the two values differ."""
+    non-empty string, the header one of the project's (`PIN_HEADER_PREFIX`, any case: the
+    HTTPRoute compares names case-insensitively) and the two values differ."""
     raw = config_value(config, "testerPinning", DEFAULT_PINNING)
     if not isinstance(raw, Mapping):
         raise ConfigError(f"testerPinning = {raw!r} is not a mapping of header, nvidia, ascend")
     found = {key: raw.get(key, DEFAULT_PINNING[key]) for key in DEFAULT_PINNING}
     if not all(isinstance(v, str) and v for v in found.values()):
         raise ConfigError(f"testerPinning = {dict(raw)!r}: header, nvidia, ascend must be text")
+    header = found["header"]
+    if not header.lower().startswith(PIN_HEADER_PREFIX) or len(header) == len(PIN_HEADER_PREFIX):
+        raise ConfigError(
+            f"testerPinning.header = {header!r} is not a project header: a pin header starts "
+            f"with {PIN_HEADER_PREFIX} (e.g. x-dualstack-hardware), which no client sends on its "
+            "own"
+        )
     if found["nvidia"] == found["ascend"]:
         raise ConfigError(f"testerPinning: nvidia and ascend are both {found['ascend']!r}")
     return found

@@ -240,13 +240,13 @@ def test_tester_pins_come_first_in_both_routers(render_objects):
 
 
 def test_tester_pins_are_configurable_and_can_be_switched_off(render_objects):
-    pinning = {"header": "x-team-pin", "ascend": "npu", "nvidia": "gpu"}
+    pinning = {"header": "x-dualstack-team-pin", "ascend": "npu", "nvidia": "gpu"}
     objects = render_objects(
         cfg(ascendWeight="5", router="gateway-api", testerPinning=json.dumps(pinning))
     )
     rules = find(objects, "HTTPRoute", "inference-route")["spec"]["rules"]
     assert rules[1]["matches"][0]["headers"] == [
-        {"type": "Exact", "name": "x-team-pin", "value": "npu"}
+        {"type": "Exact", "name": "x-dualstack-team-pin", "value": "npu"}
     ]
     off = json.dumps({"enabled": False})
     vs = find(
@@ -374,6 +374,37 @@ def test_bad_routing_settings_are_one_line_naming_the_key(keys, message):
 @pytest.mark.parametrize("bake", ["0s", "5m", "300s", "4m60s", "30d"])
 def test_bake_time_bounds_are_inclusive(bake):
     assert load_settings(cfg(ascendWeight="20", bakeTime=bake)).bake_time == bake
+
+
+@pytest.mark.parametrize(
+    "header", ["x-stainless-lang", "user-agent", "x-dualstack", "x-team-pin", "dualstack-pin"]
+)
+def test_a_pin_header_is_a_project_header(header):
+    """Issue 28: a pin on a header an SDK sends on its own (`x-stainless-lang`) routes real
+    traffic around the split: only the project's `x-dualstack-` headers pin."""
+    with pytest.raises(SettingsError) as caught:
+        load_settings(cfg(ascendWeight="5", testerPinning={"header": header}))
+    assert str(caught.value) == (
+        f"dualstack-inference:testerPinning.header = {header!r}: not a project header; a pin "
+        "header starts with x-dualstack- (e.g. x-dualstack-hardware), which no client sends on "
+        "its own"
+    )
+
+
+def test_the_pack_allows_the_same_pin_headers_as_the_settings():
+    """The pack imports nothing of the project: its copy of the prefix is kept equal here."""
+    from components.settings.routing import PIN_HEADER_PREFIX
+    from policies import pins
+
+    assert pins.PIN_HEADER_PREFIX == PIN_HEADER_PREFIX
+
+
+def test_the_default_pin_header_and_project_headers_are_valid():
+    assert load_settings(cfg(ascendWeight="5")).tester_pinning.header == "x-dualstack-hardware"
+    pinning = {"header": "x-dualstack-team-pin"}
+    assert load_settings(cfg(ascendWeight="5", testerPinning=pinning)).tester_pinning.header == (
+        "x-dualstack-team-pin"
+    )
 
 
 def test_uppercase_pin_header_is_refused():

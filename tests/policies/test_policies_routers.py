@@ -137,13 +137,35 @@ def test_the_ascend_pin_is_left_out_of_the_share(router):
     assert judged(pinned(router, 0), 0, **UNVERIFIED) == {}
 
 
+def test_an_approved_pin_on_a_header_clients_send_pins_nothing(router):
+    """Issue 28: whatever the approval, a pin header outside the project's `x-dualstack-`
+    headers is refused (an SDK's `x-stainless-lang` would route real traffic around the
+    split): every share policy fails closed on the config, naming the key."""
+    custom = {"header": "x-stainless-lang", "nvidia": "gpu", "ascend": "python"}
+    pin = pin_rule(router, "ascend", value="python")
+    if router == "istio":
+        pin["match"] = [{"headers": {"x-stainless-lang": {"exact": "python"}}}]
+    else:
+        pin["matches"][0]["headers"][0]["name"] = "x-stainless-lang"
+    found = judged(pinned(router, 5, pin), 5, testerPinning=custom, ownerApproved=True)
+    assert found
+    for messages in found.values():
+        assert any(
+            message.startswith(
+                "policy config testerPinning.header = 'x-stainless-lang' is not a project "
+                "header: a pin header starts with x-dualstack- (e.g. x-dualstack-hardware)"
+            )
+            for message in messages
+        ), messages
+
+
 def test_the_pin_header_and_values_come_from_policy_config(router):
-    custom = {"header": "x-team-pin", "nvidia": "gpu", "ascend": "npu"}
+    custom = {"header": "x-dualstack-team-pin", "nvidia": "gpu", "ascend": "npu"}
     pin = pin_rule(router, "ascend", value="npu")
     if router == "istio":
-        pin["match"] = [{"headers": {"x-team-pin": {"exact": "npu"}}}]
+        pin["match"] = [{"headers": {"x-dualstack-team-pin": {"exact": "npu"}}}]
     else:
-        pin["matches"][0]["headers"][0]["name"] = "X-Team-Pin"  # names are case-insensitive
+        pin["matches"][0]["headers"][0]["name"] = "X-Dualstack-Team-Pin"  # case-insensitive
     assert judged(pinned(router, 5, pin), 5, testerPinning=custom) == {}
     # The default header no longer pins: the rule is judged as the 100% route it is.
     assert "no-unsafe-weight-jump" in judged(pinned(router, 5), 5, testerPinning=custom)
@@ -401,10 +423,10 @@ def test_a_decrease_does_not_carry_a_routing_change_past_the_owners(render_objec
 def test_a_new_pin_header_is_judged_by_the_base_s_until_approved(render_objects, router):
     """Unapproved, the head's pins carry another header than the base's: they are routes,
     and the Ascend pin sends 100% to Ascend. Approved, the head's header is the judged one."""
-    base, head = at(router, 20), at(router, 20, testerPinning={"header": "x-team-pin"})
+    base, head = at(router, 20), at(router, 20, testerPinning={"header": "x-dualstack-team"})
     found = judged_render(render_objects, base, head)
     assert found["safety-envelope-unchanged"].startswith(
-        "testerPinning.header: x-dualstack-hardware -> x-team-pin: a change of the safety"
+        "testerPinning.header: x-dualstack-hardware -> x-dualstack-team: a change of the safety"
     )
     assert "from 20% to 100%" in found["no-unsafe-weight-jump"]
     assert judged_render(render_objects, base, head, approved=True) == {}

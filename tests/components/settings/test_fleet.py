@@ -107,7 +107,7 @@ def test_a_members_rung_its_route_and_the_fleets_pin_header() -> None:
         "dualstack-inference:gatewayApi.routeName = 'r': with `services`, each service's "
         "objects are named after it; remove it",
     ]
-    pinned = {"ascendWeight": 0, "testerPinning": {"header": "x-a"}}
+    pinned = {"ascendWeight": 0, "testerPinning": {"header": "x-dualstack-a"}}
     with pytest.raises(SettingsError, match=r"services\.chat\.testerPinning = .*the fleet shares"):
         load_fleet(cfg(services={"chat": pinned}))
 

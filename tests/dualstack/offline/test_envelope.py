@@ -97,7 +97,7 @@ def test_the_routing_keys_are_envelope_facts():
     head = cfg(
         ascendWeight="0",
         router="gateway-api",
-        testerPinning={"header": "x-team-pin"},
+        testerPinning={"header": "x-dualstack-team"},
         bakeTime="1h",
         mirrorPercent="10",
     )
@@ -105,7 +105,7 @@ def test_the_routing_keys_are_envelope_facts():
         "bakeTime: 24h -> 1h",
         "mirrorPercent: 0 -> 10",
         "router: istio -> gateway-api",
-        "testerPinning.header: x-dualstack-hardware -> x-team-pin",
+        "testerPinning.header: x-dualstack-hardware -> x-dualstack-team",
     ]
     assert resolved_changes(base, cfg(ascendWeight="0", testerPinning={"enabled": False})) == [
         "testerPinning.enabled: true -> false"
