@@ -194,7 +194,9 @@ def test_a_pin_on_another_header_than_the_configured_one_serves() -> None:
     """The pin header comes from config `testerPinning` (the base's): a rule matching another
     header is an ordinary route, and its pod takes traffic."""
     stack = with_route(good_stack(0, 1), with_pins(route_object("istio", 0), "istio"))
-    config = {"testerPinning": {"header": "x-dualstack-canary", "nvidia": "nvidia", "ascend": "ascend"}}
+    config = {
+        "testerPinning": {"header": "x-dualstack-canary", "nvidia": "nvidia", "ascend": "ascend"}
+    }
     assert stack_violations(POLICY, stack, config) == [
         "Deployment inference/inference-green takes traffic (VirtualService "
         "inference/inference-vs route 'pin-ascend' sends it 100%) with 1 replica: a node drain "
