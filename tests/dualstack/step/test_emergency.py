@@ -70,7 +70,7 @@ def test_targeted_up_adds_nvidia_only_when_it_must_grow():
 GATEWAY_API = {"router": "gateway-api"}
 
 
-def test_httproute_urn_names_the_registered_route(run_stack):
+def test_the_httproute_urn_names_the_registered_route(run_stack):
     config = cfg(ascendWeight="20", **GATEWAY_API)
     resources = registered(run_stack, config)
     urn = route_urn(gateway_api, load_settings(config), "prod")
