@@ -295,8 +295,8 @@ def run_judge(args: argparse.Namespace) -> int:
     from dualstack.offline.judge import (
         PROTOCOL,
         JudgeError,
+        JudgeRequest,
         base_of_tree,
-        head_of_request,
         judge,
         load_pack,
     )
@@ -312,9 +312,9 @@ def run_judge(args: argparse.Namespace) -> int:
         require_own_code(root)
         base = base_of_tree(root, args.stack, args.cache)
         load_pack()  # while the caller still renders the head
-        request = json.loads(sys.stdin.read())
-        answer = judge(base, head_of_request(request))
+        request = JudgeRequest.from_wire(json.loads(sys.stdin.read()))
+        verdict = judge(base, request)
     except (JudgeError, json.JSONDecodeError) as exc:
         return _fail(exc)
-    json.dump(answer, sys.stdout)
+    json.dump(verdict.to_wire(), sys.stdout)
     return 0

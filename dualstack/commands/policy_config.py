@@ -15,8 +15,8 @@ from dualstack.commands.output_paths import check_output_file
 from dualstack.commands.stacks import add_stack_argument, one_stack
 from dualstack.errors import UsageError
 from dualstack.offline.code_identity import require_own_code
-from dualstack.offline.judge import HeadData, base_of_tree, judge
-from dualstack.offline.judge_client import base_judge, request, resolve_base
+from dualstack.offline.judge import JudgeRequest, base_of_tree, judge
+from dualstack.offline.judge_client import base_judge, resolve_base
 from dualstack.offline.policy_config import write_config
 from dualstack.pulumi_cli import read_deployed_weight, read_deployed_weights
 from dualstack.repo.stack_config import find_root, load_stack_config
@@ -120,17 +120,17 @@ def run(args: argparse.Namespace) -> int:
         head_config = load_stack_config(root, args.stack)
         _check_previous(args, load_fleet(head_config).first.ladder)  # a bad head: exit 2 now
     previous, origin = _previous(args, root, f"{PROJECT}:services" in head_config)
+    head = head_root if args.head is not None else root
+    request = JudgeRequest(args.stack, head, head_config, None, args.owner_approved, previous)
     if args.head is not None:
-        data = HeadData(args.stack, head_root, head_config, None, previous, args.owner_approved)
-        answer = judge(base_of_tree(root, args.stack), data)
-        where = f"this checkout ({answer['baseCommit'][:7]})"
+        answer = judge(base_of_tree(root, args.stack), request)
+        where = f"this checkout ({answer.base_commit[:7]})"
     else:
         base = resolve_base(root, args.base)
-        message = request(args.stack, root, head_config, None, args.owner_approved, previous, False)
         with base_judge(root, base, args.stack) as base_code:
-            answer = base_code.send(message)
+            answer = base_code.send(request)
         where = f"{base.label}, {base_code.where}"
-    config = answer["packConfig"]
+    config = answer.pack_config
     _check_previous(args, config.get("no-unsafe-weight-jump", {}).get("ladder", []))
     text = write_config(config, args.output)
     if isinstance(previous, dict):
@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         shown = "none" if previous is None else f"{previous}%"
     first = f"; Pulumi.{args.stack}.yaml absent at the base: a first deploy"
-    changes = len(answer["envelope"])
+    changes = len(answer.envelope)
     envelope = f"{changes} envelope change{'s' * (changes != 1)}" + (
         " (owner-approved)" if args.owner_approved and changes else ""
     )
@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(
             f"wrote {args.output}: previous weight {shown} ({origin}); facts from the base "
-            f"({where}){first if answer['firstDeploy'] else ''}; {envelope}",
+            f"({where}){first if answer.first_deploy else ''}; {envelope}",
             file=sys.stderr,
         )
     return 0

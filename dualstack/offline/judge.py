@@ -15,19 +15,13 @@ objects as data, computes the facts from the base, the envelope changes (config 
 program files, `dualstack.offline.envelope`) and the pack config, and runs this pack over the
 head's objects.
 
-Request (JSON on stdin, protocol 1): `{"protocol": 1, "stack": "prod", "headRoot": DIR,
-"headConfig": {...} | null, "headObjects": [...] | null, "previousWeight": N | null (absent:
-the base's weight), "ownerApproved": bool}`; `headConfig` null means "read DIR's stack file",
-`headObjects` null means "no pack run" (`policy-config`). Response (JSON on stdout):
-`{"protocol", "stack", "pack", "baseCommit", "firstDeploy", "base": {ascendWeight, replicas, images,
-verifiedImages} | null, "baseObjects", "previousWeight", "ownerApproved", "envelope":
-[{fact, before, after, kind}], "packConfig", "results": [PolicyResult fields] | null}`.
+The request and the response are `dualstack.offline.protocol`'s `JudgeRequest` and `Verdict`
+(JSON on stdin and stdout of `dualstack ci judge`, versioned by `PROTOCOL`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,12 +34,20 @@ from dualstack.offline.envelope import (
     other_stack_changes,
     stack_settings_changes,
 )
-from dualstack.offline.protocol import BASE_WEIGHT, PROTOCOL, JudgeError
+from dualstack.offline.protocol import (
+    BASE_WEIGHT,
+    PROTOCOL,
+    BaseSummary,
+    JudgeError,
+    JudgeRequest,
+    Verdict,
+    Weights,
+)
 from dualstack.offline.render import RenderError, render_fleet
 from dualstack.repo.git import GitError, git
 from dualstack.repo.stackfile import StackFileError, read_config, read_config_at
 
-__all__ = ["BASE_WEIGHT", "PROTOCOL", "BaseSide", "HeadData", "JudgeError", "judge"]
+__all__ = ["BASE_WEIGHT", "PROTOCOL", "BaseSide", "JudgeError", "JudgeRequest", "Verdict", "judge"]
 
 
 @dataclass(frozen=True)
@@ -64,19 +66,6 @@ class BaseSide:
     def settings(self) -> Settings | None:
         """The first service's settings (the only one's in a single-service stack)."""
         return self.fleet.first if self.fleet is not None else None
-
-
-@dataclass(frozen=True)
-class HeadData:
-    """The head as data: its stack config, rendered objects (None: judge the config only) and
-    tree (`root`, for the program files git compares with the base)."""
-
-    stack: str
-    root: Path
-    config: dict[str, Any]
-    objects: list[dict[str, Any]] | None
-    previous_weight: int | str | dict[str, int | None] | None = BASE_WEIGHT
-    owner_approved: bool = False
 
 
 def prepare_base(
@@ -132,29 +121,15 @@ def cached_base(
     return side
 
 
-def head_of_request(request: Mapping[str, Any]) -> HeadData:
-    """A protocol request as `HeadData`. Raises JudgeError naming what is malformed."""
-    if request.get("protocol") != PROTOCOL:
-        raise JudgeError(f"request speaks protocol {request.get('protocol')!r}, not {PROTOCOL}")
-    root = Path(str(request.get("headRoot") or ""))
-    stack = str(request.get("stack") or "")
-    config = request.get("headConfig")
-    if config is None:
-        try:
-            config = read_config(root, stack)
-        except StackFileError as exc:
-            raise JudgeError(f"the head's stack file cannot be read: {exc}") from None
-    objects = request.get("headObjects")
-    if not isinstance(config, dict) or not (objects is None or isinstance(objects, list)):
-        raise JudgeError("request: headConfig must be a mapping and headObjects a list")
-    previous = request.get("previousWeight", BASE_WEIGHT)
-    if isinstance(previous, dict):  # a fleet's deployed weights, {service: weight or null}
-        if not all(w is None or isinstance(w, int) for w in previous.values()):
-            raise JudgeError(f"request: previousWeight {previous!r} is not a map of weights")
-    elif previous is not None and previous != BASE_WEIGHT and not isinstance(previous, int):
-        raise JudgeError(f"request: previousWeight {previous!r} is not a weight")
-    approved = request.get("ownerApproved", False)
-    return HeadData(stack, root, config, objects, previous, approved is True)
+def head_config(request: JudgeRequest) -> dict[str, Any]:
+    """The head's stack config: the request's, else read from its tree (`headConfig` null).
+    Raises JudgeError when the stack file cannot be read."""
+    if request.head_config is not None:
+        return request.head_config
+    try:
+        return read_config(request.head_root, request.stack)
+    except StackFileError as exc:
+        raise JudgeError(f"the head's stack file cannot be read: {exc}") from None
 
 
 def load_pack() -> None:
@@ -164,27 +139,28 @@ def load_pack() -> None:
     import dualstack.offline.policy_run  # noqa: F401
 
 
-def _service_summary(settings: Settings) -> dict[str, Any]:
+def _service_summary(settings: Settings) -> BaseSummary:
     from components.workloads import replicas_for  # the program (pulumi): only when judging
 
-    return {
-        "ascendWeight": settings.ascend_weight,
-        "replicas": {hw: replicas_for(settings, hw) for hw in HARDWARE},
-        "images": {hw: settings.hardware(hw).image for hw in HARDWARE},
-        "verifiedImages": settings.verified_facts,
-    }
+    return BaseSummary(
+        settings.ascend_weight,
+        {hw: replicas_for(settings, hw) for hw in HARDWARE},
+        {hw: settings.hardware(hw).image for hw in HARDWARE},
+        settings.verified_facts,
+    )
 
 
-def _summary(fleet: Fleet) -> dict[str, Any]:
-    """The base's `base` answer: the single service's summary, or for a fleet the first
-    service's beside `services` ({name: the same keys})."""
+def _summary(fleet: Fleet) -> BaseSummary:
+    """The verdict's `base`: the single service's summary, or for a fleet the first
+    service's beside `services` ({name: the same})."""
     summary = _service_summary(fleet.first)
     if fleet.declared:
-        summary["services"] = {s.name: _service_summary(s) for s in fleet}
+        services = {s.name: _service_summary(s) for s in fleet}
+        summary = dataclasses.replace(summary, services=services)
     return summary
 
 
-def previous_weights(base: Fleet | None, requested: Any) -> int | dict[str, int | None] | None:
+def previous_weights(base: Fleet | None, requested: Weights | str) -> Weights:
     """The deployed weight the pack judges against: `requested` when the caller gave one (a
     number, or a fleet's {service: weight}), else the base's own weights (None without a
     base: a first deploy). Raises JudgeError for one number given for a fleet."""
@@ -203,7 +179,7 @@ def previous_weights(base: Fleet | None, requested: Any) -> int | dict[str, int 
     return base.first.ascend_weight
 
 
-def judge(base: BaseSide, head: HeadData) -> dict[str, Any]:
+def judge(base: BaseSide, head: JudgeRequest) -> Verdict:
     """Judge `head` with this code and the facts of `base`; the protocol's response.
 
     The facts are the base's; the head's count only on a first deploy (nothing else exists)
@@ -217,10 +193,11 @@ def judge(base: BaseSide, head: HeadData) -> dict[str, Any]:
     from dualstack.offline.policy_run import run_policies
     from policies import PACK_NAME
 
+    config = head_config(head)
     if head.stack != base.stack:
         raise JudgeError(f"request is for stack {head.stack!r}, the base for {base.stack!r}")
     try:
-        head_fleet: Fleet | None = load_fleet(head.config)
+        head_fleet: Fleet | None = load_fleet(config)
     except SettingsError as exc:
         if base.fleet is None or head.owner_approved:
             raise JudgeError(
@@ -229,16 +206,16 @@ def judge(base: BaseSide, head: HeadData) -> dict[str, Any]:
             ) from None
         head_fleet = None  # the base's facts judge; the envelope diff names the keys
     try:
-        files = file_changes(head.root, base.commit)
-        files = [*other_stack_changes(head.root, base.commit, base.stack), *files]
+        files = file_changes(head.head_root, base.commit)
+        files = [*other_stack_changes(head.head_root, base.commit, base.stack), *files]
         if base.config is not None:
-            files = [*stack_settings_changes(head.root, base.commit, base.stack), *files]
+            files = [*stack_settings_changes(head.head_root, base.commit, base.stack), *files]
     except (GitError, StackFileError) as exc:
         raise JudgeError(f"cannot compare the head's tree with the base: {exc}") from None
     sides = (base.fleet, head_fleet)
-    envelope = envelope_changes(base.config, head.config, files, base.stack, sides)
+    envelope = envelope_changes(base.config, config, files, base.stack, sides)
     previous = previous_weights(base.fleet, head.previous_weight)
-    config = pack_config(
+    pack = pack_config(
         head_fleet or base.fleet,  # type: ignore[arg-type]
         previous,
         base.fleet,
@@ -247,19 +224,17 @@ def judge(base: BaseSide, head: HeadData) -> dict[str, Any]:
         owner_approved=head.owner_approved,
     )
     results = None
-    if head.objects is not None:
-        results = [dataclasses.asdict(r) for r in run_policies(head.objects, config, base.stack)]
-    return {
-        "protocol": PROTOCOL,
-        "stack": base.stack,
-        "pack": PACK_NAME,
-        "baseCommit": base.commit,
-        "firstDeploy": base.fleet is None,
-        "base": _summary(base.fleet) if base.fleet is not None else None,
-        "baseObjects": base.objects,
-        "previousWeight": previous,
-        "ownerApproved": head.owner_approved,
-        "envelope": [change.as_fact() for change in envelope],
-        "packConfig": config,
-        "results": results,
-    }
+    if head.head_objects is not None:
+        results = run_policies(head.head_objects, pack, base.stack)
+    return Verdict(
+        stack=base.stack,
+        pack=PACK_NAME,
+        base_commit=base.commit,
+        base=_summary(base.fleet) if base.fleet is not None else None,
+        base_objects=base.objects,
+        previous_weight=previous,
+        owner_approved=head.owner_approved,
+        envelope=list(envelope),
+        pack_config=pack,
+        results=results,
+    )

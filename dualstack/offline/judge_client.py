@@ -18,15 +18,14 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from dualstack.offline.child_process import Child
 from dualstack.offline.code_identity import running_code_is
-from dualstack.offline.protocol import PROTOCOL, JudgeError
+from dualstack.offline.protocol import PROTOCOL, JudgeError, JudgeRequest, Verdict
 from dualstack.repo.baseref import describe
 from dualstack.repo.git import git, is_commit
 from dualstack.repo.worktree import temporary_worktree
@@ -37,19 +36,19 @@ JUDGE_TIMEOUT_S = 300.0
 
 class BaseJudge:
     """The base's code, ready to judge: `submit(request)` hands the head over (and returns at
-    once), `answer()` is the protocol response; `where` says where the code runs."""
+    once), `answer()` is the base's verdict; `where` says where the code runs."""
 
     def __init__(
         self,
         where: str,
-        submit: Callable[[Mapping[str, Any]], None],
-        answer: Callable[[], dict[str, Any]],
+        submit: Callable[[JudgeRequest], None],
+        answer: Callable[[], Verdict],
     ) -> None:
         self.where = where
         self.submit = submit
         self.answer = answer
 
-    def send(self, request: Mapping[str, Any]) -> dict[str, Any]:
+    def send(self, request: JudgeRequest) -> Verdict:
         """`submit` then `answer`."""
         self.submit(request)
         return self.answer()
@@ -91,7 +90,7 @@ def error_line(stderr: str) -> str:
     return errors[0] if errors else (lines[-1] if lines else "no output")
 
 
-def _answer(code: int, out: str, err: str, label: str, stack: str) -> dict[str, Any]:
+def _answer(code: int, out: str, err: str, label: str, stack: str) -> Verdict:
     if code != 0:
         if any(sign in err for sign in NO_PROTOCOL_SIGNS):
             raise JudgeError(
@@ -107,7 +106,10 @@ def _answer(code: int, out: str, err: str, label: str, stack: str) -> dict[str, 
     if not isinstance(response, dict) or response.get("protocol") != PROTOCOL:
         got = response.get("protocol") if isinstance(response, dict) else None
         raise JudgeError(f"the base's judge at {label} answered protocol {got!r}, not {PROTOCOL}")
-    return response
+    try:
+        return Verdict.from_wire(response)
+    except JudgeError as exc:
+        raise JudgeError(f"the base's judge at {label} answered a malformed {exc}") from None
 
 
 def cache_dir(root: Path) -> Path:
@@ -126,17 +128,17 @@ def base_judge(root: Path, base: BaseRef, stack: str) -> Iterator[BaseJudge]:
     while the caller renders the head; this module imports nothing heavy, so call it before
     importing the program). Raises JudgeError, StackFileError or GitError."""
     if running_code_is(root, base.commit):
-        from dualstack.offline.judge import cached_base, head_of_request, judge
+        from dualstack.offline.judge import cached_base, judge
         from dualstack.repo.stackfile import read_config_at
 
         side = cached_base(
             cache_dir(root), base.commit, stack, read_config_at(root, stack, base.commit)
         )
-        given: list[Mapping[str, Any]] = []
+        given: list[JudgeRequest] = []
         yield BaseJudge(
             "in-process: the running code is the base's, file for file",
             given.append,
-            lambda: judge(side, head_of_request(given[-1])),
+            lambda: judge(side, given[-1]),
         )
         return
     with temporary_worktree(root, base.commit, "dualstack-base-") as tree:
@@ -145,39 +147,15 @@ def base_judge(root: Path, base: BaseRef, stack: str) -> Iterator[BaseJudge]:
         child = Child(argv, tree, code_env(tree))
         what = f"the base's judge at {base.label}"
 
-        def answer() -> dict[str, Any]:
+        def answer() -> Verdict:
             code, out, err = child.finish(JUDGE_TIMEOUT_S, what)
             return _answer(code, out, err, base.label, stack)
 
         try:
             yield BaseJudge(
                 "the base's code in a temporary worktree",
-                lambda request: child.send(json.dumps(request)),
+                lambda request: child.send(json.dumps(request.to_wire())),
                 answer,
             )
         finally:
             child.stop()
-
-
-def request(
-    stack: str,
-    head_root: Path,
-    head_config: Mapping[str, Any] | None,
-    head_objects: Sequence[Mapping[str, Any]] | None,
-    owner_approved: bool,
-    previous_weight: Any = None,
-    previous_from_base: bool = True,
-) -> dict[str, Any]:
-    """A protocol request (see `dualstack.offline.judge`); with `previous_from_base` the
-    previous weight is the base's own."""
-    message: dict[str, Any] = {
-        "protocol": PROTOCOL,
-        "stack": stack,
-        "headRoot": str(head_root),
-        "headConfig": None if head_config is None else dict(head_config),
-        "headObjects": None if head_objects is None else list(head_objects),
-        "ownerApproved": owner_approved,
-    }
-    if not previous_from_base:
-        message["previousWeight"] = previous_weight
-    return message

@@ -11,7 +11,7 @@ and a unified diff.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,8 +24,8 @@ from dualstack.offline.code_identity import require_own_code
 from dualstack.offline.diff import ObjectChange, object_changes, unified_diff
 from dualstack.offline.envelope import EnvelopeChange
 from dualstack.offline.head_render import HeadRender
-from dualstack.offline.judge import BASE_WEIGHT, HeadData, JudgeError, base_of_tree, judge
-from dualstack.offline.judge_client import BaseJudge, BaseRef, base_judge, request, resolve_base
+from dualstack.offline.judge import JudgeError, JudgeRequest, Verdict, base_of_tree, judge
+from dualstack.offline.judge_client import BaseJudge, BaseRef, base_judge, resolve_base
 from dualstack.offline.policy_results import PolicyResult, blocking, report_lines
 from dualstack.offline.render import render_fleet, sort_key
 from dualstack.offline.schemas import validate_objects
@@ -137,26 +137,23 @@ def check_policies(
     return run_policies(side.objects, config, stack)
 
 
-def _service_view(settings: Settings, verdict: Mapping[str, Any]) -> ServiceView:
-    """One service as the base's judge `verdict` describes it (KeyError / TypeError when the
-    verdict is malformed)."""
-    summary = verdict["base"]
-    previous = verdict.get("previousWeight")
+def _service_view(settings: Settings, verdict: Verdict) -> ServiceView:
+    """One service as the base's judge `verdict` describes it."""
+    previous = verdict.previous_weight
     if isinstance(previous, dict):  # a fleet: this service's deployed weight
         previous = previous.get(settings.name)
-    if summary is not None and "services" in summary:  # a fleet: this service's summary
-        summary = summary["services"].get(settings.name)
-        if summary is None:
-            previous = None
+    summary = None if verdict.base is None else verdict.base.member(settings.name)
+    if verdict.base is not None and summary is None:  # a service new in the head
+        previous = None
     base = None
     if summary is not None:
         base = BaseView(
-            verdict["baseCommit"],
-            summary["ascendWeight"],
-            summary["replicas"],
-            summary["images"],
-            summary["verifiedImages"],
-            verdict["baseObjects"],
+            verdict.base_commit,
+            summary.ascend_weight,
+            summary.replicas,
+            summary.images,
+            summary.verified_images,
+            verdict.base_objects,
         )
     return ServiceView(settings, base, previous)
 
@@ -165,42 +162,35 @@ def assemble(
     stack: str,
     head: Side,
     label: str,
-    verdict: Mapping[str, Any],
+    verdict: Verdict,
     where: str,
     every_service: bool = False,
 ) -> Preview:
-    """A Preview of the head from the base's judge `verdict` (a protocol response); its
-    header is `head.settings`'s service, or each service's with `every_service`."""
-    try:
-        results = [PolicyResult(**r) for r in verdict["results"]]
-        envelope = [EnvelopeChange(**c) for c in verdict["envelope"]]
-        services = [_service_view(settings, verdict) for settings in head.members]
-        chosen = next(v for v in services if v.settings.name == head.settings.name)
-        base_objects = verdict["baseObjects"] if verdict["base"] is not None else []
-    except (KeyError, TypeError, StopIteration) as exc:
-        raise JudgeError(
-            f"the base's judge at {label} answered a malformed verdict: {exc}"
-        ) from None
-    first_deploy = verdict["base"] is None
+    """A Preview of the head from the base's judge `verdict`; its header is `head.settings`'s
+    service, or each service's with `every_service`."""
+    services = [_service_view(settings, verdict) for settings in head.members]
+    if verdict.results is None:  # asked with the head's objects: the pack must have run
+        raise JudgeError(f"the base's judge at {label} answered a verdict without results")
+    chosen = next(v for v in services if v.settings.name == head.settings.name)
+    first_deploy = verdict.first_deploy
     note = None
     if first_deploy:
         note = f"Pulumi.{stack}.yaml does not exist at {label}: judged as a first deploy"
-    base = chosen.base
-    objects = base_objects
+    objects = verdict.base_objects if not first_deploy else []
     return Preview(
         stack,
         head,
-        base,
+        chosen.base,
         label,
         judge_where=where,
         previous_weight=chosen.previous_weight,
         base_note=note,
-        envelope=envelope,
-        owner_approved=bool(verdict.get("ownerApproved")),
+        envelope=verdict.envelope,
+        owner_approved=verdict.owner_approved,
         changes=object_changes(objects, head.objects) if not first_deploy else [],
         diff=unified_diff(objects, head.objects, "base", "head") if not first_deploy else "",
-        pack=str(verdict.get("pack") or "the base's pack"),
-        policy_results=results,
+        pack=verdict.pack or "the base's pack",
+        policy_results=verdict.results,
         services=services,
         every_service=every_service and len(services) > 1,
         first_deploy=first_deploy,
@@ -237,7 +227,7 @@ def judged_preview(
     head_config = load_stack_config(root, stack, overrides)
     head_fleet, head_objects = render_fleet(head_config, stack)
     head = side_of(head_fleet, head_objects, service)
-    base_code.submit(request(stack, root, head_config, head_objects, owner_approved))
+    base_code.submit(JudgeRequest(stack, root, head_config, head_objects, owner_approved))
     validate_objects(head_objects)  # while the base's pack runs
     verdict = base_code.answer()
     return assemble(stack, head, base.label, verdict, base_code.where, service is None)
@@ -288,8 +278,8 @@ def build_preview_from_base(
             f"the base's code cannot read the head's Pulumi.{stack}.yaml: "
             f"{str(exc).splitlines()[0]}; land the program change that reads it first"
         ) from None
-    data = HeadData(stack, head_root, head_config, head_objects, BASE_WEIGHT, owner_approved)
-    verdict = judge(base, data)
+    request = JudgeRequest(stack, head_root, head_config, head_objects, owner_approved)
+    verdict = judge(base, request)
     label = f"{root} ({base.commit[:7]})"
     return assemble(stack, head, label, verdict, "this checkout", service is None)
 
