@@ -21,10 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
+from ruamel.yaml.comments import TaggedScalar
+from ruamel.yaml.constructor import RoundTripConstructor
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
 
 from components.settings import PROJECT
-from components.settings.scalars import shown
+from components.settings.scalars import WrittenInteger, shown, yaml_integer
 from dualstack.repo.git import GitError, entry_mode, show_file
 
 MAX_FILE_BYTES = 1024 * 1024
@@ -94,6 +96,29 @@ def _yaml(mapping: int = 2, offset: int = 2) -> YAML:
     return yaml
 
 
+class _ReadConstructor(RoundTripConstructor):
+    """Reads (not edits) of a stack file: an integer scalar becomes what
+    `components.settings.scalars.yaml_integer` says, so `020`, `0x14`, `0o24` or `2_0` reach
+    the settings as written, to be refused, never as the number one YAML library makes of
+    them."""
+
+    def construct_yaml_int(self, node: Any) -> Any:
+        return yaml_integer(str(self.construct_scalar(node)))
+
+
+_ReadConstructor.add_constructor("tag:yaml.org,2002:int", _ReadConstructor.construct_yaml_int)
+
+
+def _reading_yaml() -> YAML:
+    yaml = _yaml()
+    yaml.Constructor = _ReadConstructor
+    return yaml
+
+
+STR_TAG = "tag:yaml.org,2002:str"
+"""`!!str`: the one explicit tag a read resolves (`!!str 20` is the text "20", as `"20"`)."""
+
+
 _KEY_LINE = re.compile(r"^( *)[^\s#-][^#]*:\s*(#.*)?$")
 _DASH_LINE = re.compile(r"^( *)- ")
 _INDENTED = re.compile(r"^( +)[^\s#]")
@@ -145,13 +170,34 @@ class _Budget:
             )
 
 
-def _plain(value: Any, budget: _Budget) -> Any:
-    """ruamel's round-trip containers -> plain dict/list/str/int, within `budget`."""
+def _tag(value: Any) -> str | None:
+    """The explicit tag on a value (`!foo`, `tag:yaml.org,2002:str`), None without one."""
+    tag = getattr(value, "tag", None)
+    return getattr(tag, "value", tag) if tag is not None else None
+
+
+def _plain(value: Any, budget: _Budget, path: str = "") -> Any:
+    """ruamel's round-trip containers -> plain dict/list/str/int, within `budget`; `path` (the
+    dotted key) names a value in messages. A `!!str` scalar is its text; a value with any
+    other explicit tag raises StackFileError naming the key (`budget`'s origin, `path`)."""
     budget.spend()
+    tag = _tag(value)
+    if isinstance(value, TaggedScalar) and tag == STR_TAG:
+        return str(value.value or "")
+    if tag is not None:
+        shown_tag = tag.replace("tag:yaml.org,2002:", "!!")
+        raise StackFileError(
+            f"{budget.origin}: {path}: the YAML tag {shown(shown_tag, 60)} is not read (only "
+            "!!str and the types a plain value has); write the value without it"
+        )
     if isinstance(value, dict):
-        return {str(k): _plain(v, budget) for k, v in value.items()}
+        return {
+            str(k): _plain(v, budget, f"{path}.{k}" if path else str(k)) for k, v in value.items()
+        }
     if isinstance(value, list):
-        return [_plain(v, budget) for v in value]
+        return [_plain(v, budget, f"{path}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, WrittenInteger):
+        return value
     if isinstance(value, str):
         return str(value)
     if isinstance(value, bool):
@@ -210,7 +256,7 @@ def _document(text: str, origin: str) -> dict[str, Any]:
             "may have"
         )
     try:
-        document = _yaml().load(text)
+        document = _reading_yaml().load(text)
     except Exception as exc:  # ruamel raises several unrelated error types
         raise StackFileError(f"{origin}: not valid YAML: {_yaml_problem(exc)}") from None
     if document is None:

@@ -450,6 +450,29 @@ def test_a_yml_beside_the_stack_file_is_an_envelope_change(repo, capsys):
     assert "file Pulumi.prod.yml: absent -> added" in out
 
 
+def raw_weight(repo, written):
+    """The head's prod stack with `ascendWeight` written exactly as `written` (unquoted)."""
+    text = stack_text(PROD).replace("ascendWeight: '5'", f"ascendWeight: {written}")
+    assert f"ascendWeight: {written}" in text
+    (repo / "Pulumi.prod.yaml").write_text(text, encoding="utf-8")
+
+
+def test_a_weight_in_another_form_than_plain_decimal_is_refused(repo, capsys):
+    """Issue 28: `ascendWeight: 020` was judged as 20; Pulumi's Go YAML reads 16."""
+    raw_weight(repo, "020")
+    code, _out, err = preview(repo, capsys)
+    assert code != 0
+    assert "ascendWeight = '020': expected a whole number in plain decimal digits" in err
+
+
+def test_a_str_tagged_weight_is_a_plain_step(repo, capsys):
+    """Issue 28: `!!str 20` is the text "20", the step `pulumi config set` writes."""
+    raw_weight(repo, "!!str 20")
+    code, out, err = preview(repo, capsys)
+    assert code == 0, out + err
+    assert "Ascend weight: 5% -> 20%" in out
+
+
 def test_an_image_rollback_to_an_earlier_verified_pair_passes(repo, capsys):
     at(
         repo,
