@@ -1,6 +1,7 @@
 """`dualstack ci ...`: the small steps the GitHub and GitLab pipelines share.
 
 - `changed-stacks --base REF`: touched stacks in deploy order (staging before prod).
+- `merge-result --base REF [--worktree DIR]`: HEAD merged into REF (the head GitLab judges).
 - `report --dir DIR --stacks "S ..." --output FILE`: the pull-request comment; exit code is
   the check's verdict (0 pass, 1 mandatory violation or failed check, 2 error).
 - `junit --dir DIR --stacks "S ..." --output FILE`: the same checks as JUnit XML (each part,
@@ -27,6 +28,7 @@ from dualstack.ci.report import read_results, render, verdict
 from dualstack.cli import VERBS
 from dualstack.commands.arg_types import weight
 from dualstack.repo.changes import ChangesError, changed_stacks
+from dualstack.repo.merge_result import add_detached, merge_commit
 from dualstack.repo.stack_config import find_root
 from dualstack.step.rollback_targets import decrease_targets, rollback_targets
 
@@ -57,6 +59,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     changes.add_argument("--head", default="HEAD", metavar="GIT_REF")
     changes.add_argument("--json", action="store_true", help="print a JSON list (a job matrix)")
     changes.set_defaults(func=run_changed_stacks)
+
+    merged = steps.add_parser(
+        "merge-result",
+        help="the commit HEAD would land as merged into BASE (GitLab judges it)",
+        description="Print the commit id of HEAD merged into BASE, built from git objects "
+        "alone (git merge-tree; no head code runs): HEAD itself when it already contains BASE. "
+        "With --worktree DIR also check it out there (detached), the head the judge reads. "
+        "Exit 2 when the merge has conflicts (rebase first).",
+    )
+    merged.add_argument(
+        "--base", required=True, metavar="GIT_REF", help="the target branch's commit"
+    )
+    merged.add_argument("--head", default="HEAD", metavar="GIT_REF")
+    merged.add_argument("--worktree", type=Path, metavar="DIR", help="check the result out here")
+    merged.set_defaults(func=run_merge_result)
 
     report = steps.add_parser(
         "report",
@@ -186,6 +203,18 @@ def run_changed_stacks(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         print(json.dumps(list(found.stacks)) if args.json else " ".join(found.stacks))
+        return 0
+
+    return _guarded(step, args)
+
+
+def run_merge_result(args: argparse.Namespace) -> int:
+    def step(args: argparse.Namespace) -> int:
+        root = find_root(Path(args.cwd) if args.cwd else None)
+        commit = merge_commit(root, args.base, args.head)
+        if args.worktree is not None:
+            add_detached(root, args.worktree, commit)
+        print(commit)
         return 0
 
     return _guarded(step, args)

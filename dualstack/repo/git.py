@@ -43,6 +43,24 @@ def git(root: Path, *args: str, timeout: float = GIT_TIMEOUT_S) -> str:
     return done.stdout
 
 
+def git_status(root: Path, *args: str, timeout: float = GIT_TIMEOUT_S) -> tuple[int, str]:
+    """(exit status, stdout) of `git -C root args...`, for the verbs whose non-zero status is
+    an answer (`git merge-tree` exits 1 on conflicts). Raises GitError when git is missing or
+    exceeds `timeout` seconds, or for a status above 1 (git's own error)."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        raise GitError(f"git {args[0]}: no answer within {timeout:g} s") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GitError(f"git {args[0]}: {exc}") from None
+    if done.returncode > 1:
+        message = (done.stderr.strip() or done.stdout.strip() or "failed").splitlines()[0]
+        raise GitError(f"git {args[0]}: {message}")
+    return done.returncode, done.stdout
+
+
 def git_or_none(root: Path, *args: str, timeout: float = GIT_TIMEOUT_S) -> str | None:
     """`git()`'s stdout stripped, or None where `git()` would raise GitError (a probe: "is
     this a commit?", "is there a default branch?")."""
