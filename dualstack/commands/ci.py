@@ -30,7 +30,6 @@ from dualstack.commands.arg_types import weight
 from dualstack.repo.changes import ChangesError, changed_stacks
 from dualstack.repo.merge_result import add_detached, merge_commit
 from dualstack.repo.stack_config import find_root
-from dualstack.step.rollback_targets import decrease_targets, rollback_targets
 
 GITLAB_TOKEN_VARIABLE = "GITLAB_API_TOKEN"
 """CI/CD variable holding a project access token (`api` scope) for the merge-request note."""
@@ -277,6 +276,9 @@ def run_gitlab_note(args: argparse.Namespace) -> int:
 
 
 def run_rollback_targets(args: argparse.Namespace) -> int:
+    # the program's names (pulumi): only for this step, not for every `dualstack ci ...`
+    from dualstack.step.rollback_targets import decrease_targets, rollback_targets
+
     root = find_root(Path(args.cwd) if args.cwd else None)
     if args.deployed_services is not None:
         from dualstack.pulumi_cli import parse_weights

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -98,7 +99,8 @@ def test_unknown_command_is_one_line_listing_the_commands(project_copy) -> None:
 
 
 def imported_modules(*args: str, cwd: Path) -> list[str]:
-    """Every module a fresh `python -X importtime -m dualstack ARGS` imports, by name."""
+    """Every module a fresh `python -X importtime -m dualstack ARGS` imports by an import
+    statement, by name (importlib.import_module's own module is not listed)."""
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "dualstack", *args],
         cwd=cwd,
@@ -112,13 +114,36 @@ def imported_modules(*args: str, cwd: Path) -> list[str]:
     return [line.rsplit("|", 1)[1].strip() for line in lines[1:]]  # [0]: the header
 
 
+def loaded_modules(*args: str, cwd: Path) -> list[str]:
+    """`sys.modules` of a fresh interpreter after `dualstack ARGS` (`cli.main`) returned."""
+    program = (
+        "import json, sys\nfrom dualstack.cli import main\ncode = main(sys.argv[1:])\n"
+        "print(json.dumps([code, sorted(sys.modules)]), file=sys.stderr)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
+    )
+    code, modules = json.loads(done.stderr.splitlines()[-1])
+    assert code == 0, done.stderr
+    return modules
+
+
 def test_version_and_help_import_neither_pulumi_nor_the_settings_models(tmp_path: Path) -> None:
     for args in (("--version",), ("--help",)):
         modules = imported_modules(*args, cwd=tmp_path)
         assert "dualstack.cli" in modules  # the list is the real one
         assert [m for m in modules if m.startswith("pulumi")] == [], args
         assert [m for m in modules if m.startswith("pydantic")] == [], args
-        assert [m for m in modules if m.startswith("dualstack.commands.")] == [], args
+        loaded = loaded_modules(*args, cwd=tmp_path)
+        assert [m for m in loaded if m.startswith(("dualstack.commands", "pulumi"))] == [], args
+    pipeline_steps = loaded_modules("ci", "--help", cwd=tmp_path)  # `ci report`, `ci junit`...
+    assert "dualstack.commands.ci" in pipeline_steps
+    assert [m for m in pipeline_steps if m.startswith("pulumi")] == []
 
 
 def test_help_lists_every_command_as_its_own_parser_describes_it() -> None:
