@@ -17,6 +17,9 @@ with `temperature: 0`, a fixed `max_tokens` and a `seed`.
 - `report`    the outcome (`Report`), its verdict and reasons, the JSON report
 - `output`    the human summary and the Pushgateway metrics; `markdown` the Markdown report
 - `cli`       the flags and `main`
+- `numbers`   the one strict reading of numeric flags; `servers` which server a URL reaches
+- `limits`    bounded reads: a deadline per HTTP request, size caps, JSON depth, regular files
+- `redaction` secrets never printed (URL userinfo, tokens in a backend's answer)
 
 Exit codes: 0 pass, 1 mismatch over the threshold (or, in accuracy mode, inconclusive), 2
 could not complete (bad input, backend errors, timeouts, malformed JSON, an empty answer or

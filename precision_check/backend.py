@@ -18,8 +18,11 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from .limits import DeadlineHandler, DeadlineHTTPSHandler, TooLarge, read_capped
+from .numbers import parse_count
 from .options import ENDPOINTS, CheckError, Options
 from .prompts import Prompt
+from .redaction import redact
 from .shapes import Answer, head, parse_answer
 
 __all__ = [
@@ -35,6 +38,19 @@ __all__ = [
 
 MAX_BACKOFF = 10.0
 """Seconds: the longest wait before one retry, a server's Retry-After included."""
+MAX_ANSWER_BYTES = 8 * 1024 * 1024
+"""The largest answer read: 64 tokens with 20 alternatives each take about 100 KiB."""
+MAX_ERROR_BYTES = 4096
+"""The most of an error answer's body read (its first 80 characters are shown)."""
+
+
+def retry_after(value: str | None) -> float:
+    """Seconds a `Retry-After` header asks to wait: its delay-seconds form (RFC 9110 10.2.3),
+    else 0 (an HTTP date, `²`, `-1`, `1.5`, junk: retry on the usual backoff)."""
+    try:
+        return float(parse_count((value or "").strip()))
+    except ValueError:
+        return 0.0
 
 
 class Retryable(CheckError):
@@ -82,8 +98,9 @@ def request_body(options: Options, prompt: Prompt) -> dict[str, Any]:
 class Backend:
     """One server (`nvidia` or `ascend`); `ask` is called from many threads.
 
-    Every request's timeout is capped by the time left before `deadline` (a
-    `time.monotonic()` value); `stop` ends retries early once the run is over.
+    Every request (connection, headers and body) ends within its timeout, which is capped
+    by the time left before `deadline` (a `time.monotonic()` value), and reads at most
+    `MAX_ANSWER_BYTES`; `stop` ends retries early once the run is over.
     """
 
     def __init__(self, name: str, options: Options, stop: threading.Event, deadline: float) -> None:
@@ -94,8 +111,10 @@ class Backend:
         self.headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if options.api_key_env:
             self.headers["Authorization"] = f"Bearer {os.environ[options.api_key_env]}"
-        # Direct in-cluster Services and local ports: never route through an HTTP(S)_PROXY.
-        self.opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        # Direct in-cluster Services and local ports: never route through an HTTP(S)_PROXY;
+        # every request bounded by its deadline, not only each read by the timeout.
+        handlers = (urllib.request.ProxyHandler({}), DeadlineHandler(), DeadlineHTTPSHandler())
+        self.opener = urllib.request.build_opener(*handlers)
         self.retries = 0
         self._lock = threading.Lock()
 
@@ -140,17 +159,20 @@ class Backend:
 
     def _post(self, body: bytes, timeout: float) -> bytes:
         request = urllib.request.Request(self.url, body, self.headers, method="POST")
+        request.deadline = time.monotonic() + timeout  # type: ignore[attr-defined]
         try:
             with self.opener.open(request, timeout=timeout) as response:
-                return response.read()
+                return read_capped(response, MAX_ANSWER_BYTES)
         except urllib.error.HTTPError as exc:
-            detail = f"HTTP {exc.code}: {head(exc.read())}"
+            try:
+                detail = f"HTTP {exc.code}: {redact(head(exc.read(MAX_ERROR_BYTES)))}"
+            except (OSError, http.client.HTTPException):
+                detail = f"HTTP {exc.code}"
             if exc.code == 429 or exc.code >= 500:
-                retry_after = exc.headers.get("Retry-After", "")
-                raise Retryable(
-                    detail, float(retry_after) if retry_after.isdigit() else 0
-                ) from None
+                raise Retryable(detail, retry_after(exc.headers.get("Retry-After"))) from None
             raise CheckError(detail) from None
+        except TooLarge as exc:
+            raise CheckError(str(exc)) from None
         except TimeoutError:
             raise TimedOut(f"no answer within {timeout:.3g} s") from None
         except urllib.error.URLError as exc:
@@ -160,3 +182,5 @@ class Backend:
             raise Retryable(f"cannot connect ({reason})") from None
         except (ConnectionError, http.client.HTTPException) as exc:
             raise Retryable(f"connection lost ({type(exc).__name__}: {exc})") from None
+        except OSError as exc:  # TLS and other socket failures: no answer
+            raise Retryable(f"connection failed ({exc.strerror or exc})") from None

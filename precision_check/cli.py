@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .markdown import format_markdown
+from .numbers import amount, count, plain
 from .options import (
     DEFAULTS,
     ENDPOINTS,
@@ -26,6 +27,7 @@ from .options import (
 )
 from .output import PASSED, format_summary, push_metrics
 from .prompts import Prompt, load_prompts
+from .redaction import redact
 from .run import run_check
 
 FIELDS = frozenset(f.name for f in dataclasses.fields(Options))
@@ -55,8 +57,8 @@ def add_arguments(
     option("prompts", "JSON-lines file or YAML list of prompts", "built-in set", metavar="FILE")
     option("endpoint", "OpenAI API to call", choices=tuple(ENDPOINTS))
     option("model", "`model` field of each request", "not sent", metavar="NAME")
-    option("max_tokens", "tokens to generate per prompt", type=int, metavar="N")
-    option("seed", "`seed` field of each request", type=int, metavar="N")
+    option("max_tokens", "tokens to generate per prompt", type=count, metavar="N")
+    option("seed", "`seed` field of each request", type=count, metavar="N")
     parser.add_argument(
         "--no-seed",
         dest="seed",
@@ -69,21 +71,27 @@ def add_arguments(
     option(
         "min_match_rate",
         "%% of answer pairs that must match, above 0 (comparison modes)",
-        type=float,
+        type=amount,
         metavar="PCT",
     )
     option(
-        "prefix_length", "prefix mode: leading chars/tokens that must agree", type=int, metavar="N"
+        "prefix_length",
+        "prefix mode: leading chars/tokens that must agree",
+        type=count,
+        metavar="N",
     )
     option("prefix_unit", "prefix mode: unit of --prefix-length", choices=PREFIX_UNITS)
     option(
-        "tolerance", "logprobs mode: largest absolute logprob difference", type=float, metavar="ABS"
+        "tolerance",
+        "logprobs mode: largest absolute logprob difference",
+        type=amount,
+        metavar="ABS",
     )
     option(
         "top_k",
         f"topk mode: at the first difference each token must be among the other side's N "
         f"most likely (1-{MAX_TOP_K})",
-        type=int,
+        type=count,
         metavar="N",
     )
     option(
@@ -103,20 +111,20 @@ def add_arguments(
     option(
         "baseline_margin",
         "baseline: points the cross agreement may fall below the weaker same-hardware one",
-        type=float,
+        type=amount,
         metavar="PTS",
     )
     option(
         "accuracy_tolerance",
         "accuracy mode: points Ascend may be below NVIDIA, with 95 %% confidence",
-        type=float,
+        type=amount,
         metavar="PTS",
     )
-    option("concurrency", "requests in flight per backend", type=int, metavar="N")
-    option("timeout", "seconds to wait for one answer", type=float, metavar="S")
-    option("retries", "retries on connection errors and HTTP 5xx/429", type=int, metavar="N")
-    option("backoff", "seconds before the first retry, doubling", type=float, metavar="S")
-    option("deadline", "seconds for the whole check", type=float, metavar="S")
+    option("concurrency", "requests in flight per backend", type=count, metavar="N")
+    option("timeout", "seconds to wait for one answer", type=amount, metavar="S")
+    option("retries", "retries on connection errors and HTTP 5xx/429", type=count, metavar="N")
+    option("backoff", "seconds before the first retry, doubling", type=amount, metavar="S")
+    option("deadline", "seconds for the whole check", type=amount, metavar="S")
     option("json_report", "write the JSON report to FILE", metavar="FILE")
     option("markdown_report", "write the Markdown report to FILE", metavar="FILE")
     option("pushgateway", "push precision_check_* metrics to this Pushgateway", metavar="URL")
@@ -161,7 +169,7 @@ def to_argv(options: Options) -> list[str]:
         elif isinstance(value, tuple):
             argv += [arg for item in value for arg in (flag(f.name), item)]
         else:
-            argv += [flag(f.name), repr(value) if isinstance(value, float) else str(value)]
+            argv += [flag(f.name), plain(value) if isinstance(value, float) else str(value)]
     return argv
 
 
@@ -183,9 +191,9 @@ def run_cli(
             prompts = load_prompts(options.prompts, options.mode)
         report = run_check(options, prompts)
     except CheckError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(redact(f"error: {exc}"), file=sys.stderr)
         return EXIT_ERROR
-    sys.stdout.write(format_summary(report))
+    sys.stdout.write(redact(format_summary(report)))
     problems = report.errors[:1]
     reports = (
         (
@@ -198,17 +206,17 @@ def run_cli(
     for name, path, render in reports:
         try:
             if path:
-                Path(path).write_text(render(), encoding="utf-8")
+                Path(path).write_text(redact(render()), encoding="utf-8")
         except OSError as exc:
             problems.append(f"{name} {path}: {exc.strerror or exc}")
     try:
         if options.pushgateway:
             url = push_metrics(report)
-            print(f"pushed {PASSED}={int(report.exit_code == EXIT_PASS)} to {url}")
+            print(redact(f"pushed {PASSED}={int(report.exit_code == EXIT_PASS)} to {url}"))
     except CheckError as exc:
         problems.append(str(exc))
     for problem in problems:
-        print(f"error: {problem}", file=sys.stderr)
+        print(redact(f"error: {problem}"), file=sys.stderr)
     return EXIT_ERROR if problems else report.exit_code
 
 

@@ -106,7 +106,8 @@ def compare(
 
     - `exact`: identical text.
     - `prefix`: identical first `prefix_length` characters (or backend tokens).
-    - `logprobs`: identical tokens, and every token's logprob within `tolerance`.
+    - `logprobs`: identical tokens, and every token's logprob within `tolerance` (a NaN
+      never is, nor an infinity: their difference is NaN or infinite).
     - `topk`: identical tokens up to the first difference, where each token is within the
       other side's `top_k` (a tolerated difference); identical lengths otherwise.
 
@@ -133,7 +134,7 @@ def compare(
     for index, (p, q) in enumerate(zip(a.logprobs, b.logprobs, strict=True)):
         if p is None and q is None:
             continue
-        if p is None or q is None or abs(p - q) > options.tolerance:
+        if p is None or q is None or not abs(p - q) <= options.tolerance:  # NaN: differ
             delta = "" if p is None or q is None else f" differ by {abs(p - q):.4g}"
             detail = f"token {a.tokens[index]!r}: logprobs {p} vs {q}{delta}"
             at = len("".join(a.tokens[:index]))

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
-import urllib.parse
 from dataclasses import dataclass
+
+from .servers import same_server, server_of
 
 EXIT_PASS, EXIT_MISMATCH, EXIT_ERROR = 0, 1, 2
 HARDWARE = ("nvidia", "ascend")
@@ -35,28 +37,6 @@ def flag(name: str) -> str:
     return FLAGS.get(name, "--" + name.replace("_", "-"))
 
 
-DEFAULT_PORTS = {"http": 80, "https": 443}
-LOOPBACK_NAMES = {"localhost": "127.0.0.1", "::1": "127.0.0.1"}
-
-
-def server_of(url: str) -> str | None:
-    """The server a backend URL names, for telling two backends apart: lower-case scheme and
-    host, `localhost` as 127.0.0.1, the port made explicit, no trailing `/` or `/v1` (the
-    check appends the OpenAI path either way). `HTTP://localhost/v1/` ->
-    `http://127.0.0.1:80`. None when `url` is not an http(s) URL with a host and valid port.
-    """
-    parts = urllib.parse.urlsplit(url)
-    try:
-        port = parts.port or DEFAULT_PORTS.get(parts.scheme)
-    except ValueError:  # a port that is not a number in 0..65535
-        return None
-    if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
-        return None
-    host = LOOPBACK_NAMES.get(parts.hostname, parts.hostname)
-    path = parts.path.rstrip("/").removesuffix("/v1").rstrip("/")
-    return f"{parts.scheme}://{host}:{port}{path}"
-
-
 @dataclass(frozen=True)
 class Options:
     """Everything one run needs; each field is the command-line flag `flag(name)`.
@@ -66,7 +46,7 @@ class Options:
     `baseline_margin` and `accuracy_tolerance` in percentage points. `concurrency` is the
     number of requests in flight on EACH backend. `baseline` sends every prompt twice to each
     backend (comparison modes only). Raises CheckError naming the flag when a value is out of
-    range, and when `nvidia` and `ascend` name the same server (`server_of`).
+    range, and when `nvidia` and `ascend` reach the same server (`servers.same_server`).
     """
 
     nvidia: str
@@ -106,7 +86,7 @@ class Options:
                 raise CheckError(
                     f"--{name} {url!r}: expected an http(s) URL, e.g. http://host:8000"
                 )
-        if server_of(self.nvidia) == server_of(self.ascend):
+        if same_server(self.nvidia, self.ascend):
             raise CheckError(
                 f"--nvidia and --ascend are the same server ({server_of(self.nvidia)}): "
                 "a backend compared with itself always matches"
@@ -137,6 +117,10 @@ class Options:
                 f"--baseline with --mode {self.mode}: the baseline repeats a comparison; one of "
                 f"{COMPARISONS}"
             )
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise CheckError(f"{flag(f.name)} {value}: must be a finite number")
         for name in ("timeout", "deadline", "tolerance"):
             if not getattr(self, name) > 0:
                 raise CheckError(f"{flag(name)} {getattr(self, name)}: must be above 0")

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import base64
 import http.client
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 
+from .limits import DeadlineHandler, DeadlineHTTPSHandler
 from .options import EXIT_PASS, HARDWARE, CheckError
 from .report import Report
 from .shapes import head
@@ -31,6 +33,10 @@ WITHIN_MATCH_RATIO = "precision_check_within_match_ratio"
 ACCURACY = "precision_check_accuracy_ratio"
 ACCURACY_LOWER = "precision_check_accuracy_lower_ratio"
 ACCURACY_UPPER = "precision_check_accuracy_upper_ratio"
+PUSH_TIMEOUT = 30.0
+"""Seconds the push may take at most (less with a smaller `--timeout`)."""
+PUSH_ANSWER_BYTES = 4096
+"""The most of the gateway's answer read (it answers an empty body)."""
 SHOWN = 10
 """Mismatches the summary lists; the JSON report has all of them."""
 EXAMPLES = 3
@@ -209,7 +215,9 @@ def push_metrics(report: Report) -> str:
     """PUT `metrics_text(report)` to the Pushgateway group of `push_job` and `push_labels`,
     replacing the group's previous result. Returns the group URL.
 
-    Raises CheckError when the gateway cannot be reached or does not answer 2xx.
+    The whole push ends within `min(timeout, PUSH_TIMEOUT)` seconds; at most
+    `PUSH_ANSWER_BYTES` of the gateway's answer are read. Raises CheckError when the gateway
+    cannot be reached, does not answer 2xx or not in time.
     """
     options = report.options
     url = group_url(options.pushgateway, options.push_job, options.push_labels)
@@ -219,12 +227,19 @@ def push_metrics(report: Report) -> str:
         {"Content-Type": "text/plain; version=0.0.4"},
         method="PUT",
     )
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    handlers = (urllib.request.ProxyHandler({}), DeadlineHandler(), DeadlineHTTPSHandler())
+    opener = urllib.request.build_opener(*handlers)
+    seconds = min(options.timeout, PUSH_TIMEOUT)
+    request.deadline = time.monotonic() + seconds  # type: ignore[attr-defined]
     try:
-        with opener.open(request, timeout=min(options.timeout, 30.0)) as response:
-            response.read()
+        with opener.open(request, timeout=seconds) as response:
+            response.read(PUSH_ANSWER_BYTES)
     except urllib.error.HTTPError as exc:
-        raise CheckError(f"push to {url}: HTTP {exc.code}: {head(exc.read())}") from None
+        try:
+            detail = head(exc.read(PUSH_ANSWER_BYTES))
+        except (OSError, http.client.HTTPException):
+            detail = "(no body within the deadline)"
+        raise CheckError(f"push to {url}: HTTP {exc.code}: {detail}") from None
     except (OSError, http.client.HTTPException) as exc:
         reason = getattr(exc, "reason", None) or exc
         raise CheckError(f"push to {url}: {getattr(reason, 'strerror', None) or reason}") from None

@@ -15,11 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .limits import MAX_JSON_DEPTH, loads, read_regular
 from .options import CheckError
 
 BUILTIN_PROMPTS = Path(__file__).with_name("prompts.jsonl")
 BUILTIN_ACCURACY = Path(__file__).with_name("accuracy.jsonl")
 KEYS = frozenset({"id", "prompt", "messages", "answer"})
+MAX_PROMPTS_BYTES = 16 * 1024 * 1024
+"""The largest prompts file read (the built-in sets are about 20 KiB)."""
 
 
 def builtin_file(mode: str) -> Path:
@@ -122,18 +125,39 @@ def parse_prompts(items: Any, origin: str) -> list[Prompt]:
     return prompts
 
 
+def _bounded_loader(yaml: Any) -> type:
+    """PyYAML's safe loader, refusing nodes nested deeper than `MAX_JSON_DEPTH` as soon as
+    it meets them (before its scanner, quadratic in the nesting, reads the rest)."""
+
+    class Loader(yaml.SafeLoader):
+        depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            self.depth += 1
+            try:
+                if self.depth > MAX_JSON_DEPTH:
+                    raise yaml.YAMLError(f"nested more than {MAX_JSON_DEPTH} levels deep")
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+    return Loader
+
+
 def load_prompts(path: str | Path | None, mode: str = "exact") -> list[Prompt]:
     """Prompts from a file: JSON lines (one JSON string or object per line; blank lines and
     `#` comments skipped) or, for `.yaml`/`.yml`, a YAML list (needs PyYAML, which the local
     CLI has and the Job does not need). None reads the built-in set of `mode`
     (`builtin_file`).
 
-    Raises CheckError on an unreadable file or any `parse_prompts` problem.
+    Raises CheckError on an unreadable file, one that is not a regular file (a FIFO, a
+    device) or is above `MAX_PROMPTS_BYTES`, text nested too deep, or any `parse_prompts`
+    problem.
     """
     file = Path(path) if path else builtin_file(mode)
     try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_regular(file, MAX_PROMPTS_BYTES).decode("utf-8")
+    except (OSError, ValueError) as exc:  # TooLarge and UnicodeDecodeError are ValueErrors
         raise CheckError(f"prompts file {file}: {getattr(exc, 'strerror', None) or exc}") from None
     if file.suffix.lower() in (".yaml", ".yml"):
         try:
@@ -141,14 +165,14 @@ def load_prompts(path: str | Path | None, mode: str = "exact") -> list[Prompt]:
         except ImportError:
             raise CheckError(f"{file.name}: YAML needs PyYAML; use JSON lines here") from None
         try:
-            return parse_prompts(yaml.safe_load(text), file.name)
+            return parse_prompts(yaml.load(text, Loader=_bounded_loader(yaml)), file.name)
         except yaml.YAMLError as exc:
             raise CheckError(f"{file.name}: not valid YAML ({str(exc).splitlines()[0]})") from None
     items = []
     for number, line in enumerate(text.splitlines(), 1):
         if line.strip() and not line.lstrip().startswith("#"):
             try:
-                items.append(json.loads(line))
+                items.append(loads(line))
             except ValueError as exc:
                 raise CheckError(f"{file.name} line {number}: not JSON ({exc})") from None
     return parse_prompts(items, file.name)

@@ -20,10 +20,10 @@ make the top-k rule stricter, never looser.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
+from .limits import loads
 from .options import CheckError
 
 Alternatives = tuple[tuple[str, float], ...]
@@ -52,15 +52,15 @@ def _number(value: Any) -> bool:
 
 def alternatives(entry: Any) -> Alternatives | None:
     """The alternatives of one position, most likely first, from `{token: logprob}` or
-    `[{token, logprob}, ...]`; None when `entry` is neither (or holds a non-number)."""
+    `[{token, logprob}, ...]`; None when `entry` is neither (or holds a non-number or NaN)."""
     if isinstance(entry, dict):
         pairs = list(entry.items())
     elif isinstance(entry, list) and all(isinstance(e, dict) for e in entry):
         pairs = [(e.get("token"), e.get("logprob")) for e in entry]
     else:
         return None
-    if not all(isinstance(t, str) and _number(v) for t, v in pairs):
-        return None
+    if not all(isinstance(t, str) and _number(v) and v == v for t, v in pairs):
+        return None  # `v == v` is False for NaN, which would leave the ranking unordered
     return tuple(sorted(pairs, key=lambda pair: -pair[1]))
 
 
@@ -90,7 +90,7 @@ def parse_answer(
     needs, or (`want_top`) any token lacks its top alternatives. Whitespace is an answer:
     with a small `max_tokens` it may be all a model says."""
     try:
-        text, tokens, logprobs, top = _entries(json.loads(payload)["choices"][0], endpoint)
+        text, tokens, logprobs, top = _entries(loads(payload)["choices"][0], endpoint)
     except ValueError as exc:
         raise CheckError(f"malformed response, not JSON ({exc}): {head(payload)}") from None
     except (KeyError, IndexError, TypeError, AttributeError):
