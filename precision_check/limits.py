@@ -6,6 +6,8 @@
   timeout alone bounds each read, not their sum). `read_capped` reads at most a size cap.
 - JSON: `loads` refuses text nested deeper than `MAX_JSON_DEPTH` before decoding it (the
   decoder would otherwise raise RecursionError, or take the stack, on `[[[[...`).
+- YAML: `bounded_yaml_loader` is PyYAML's safe loader refusing nesting deeper than
+  `MAX_JSON_DEPTH` as soon as it meets it.
 - Files: `read_regular` refuses anything but a regular file (a FIFO would block, `/dev/zero`
   never ends) and files above a size cap.
 
@@ -145,6 +147,12 @@ class _DeadlineSocket:
         return getattr(self._sock, name)
 
 
+def bound_socket(sock: socket.socket, deadline: float | None) -> Any:
+    """`sock`, every receive and send of which waits at most until `deadline`
+    (`time.monotonic()`); `sock` itself when `deadline` is None."""
+    return sock if deadline is None else _DeadlineSocket(sock, deadline)
+
+
 class DeadlineConnection(http.client.HTTPConnection):
     """An HTTP connection bounded by `deadline` (`time.monotonic()`; None: no deadline)."""
 
@@ -152,8 +160,7 @@ class DeadlineConnection(http.client.HTTPConnection):
 
     def connect(self) -> None:
         super().connect()
-        if self.deadline is not None:
-            self.sock = _DeadlineSocket(self.sock, self.deadline)
+        self.sock = bound_socket(self.sock, self.deadline)
 
 
 class DeadlineHTTPSConnection(http.client.HTTPSConnection):
@@ -163,8 +170,7 @@ class DeadlineHTTPSConnection(http.client.HTTPSConnection):
 
     def connect(self) -> None:
         super().connect()
-        if self.deadline is not None:
-            self.sock = _DeadlineSocket(self.sock, self.deadline)
+        self.sock = bound_socket(self.sock, self.deadline)
 
 
 def connection_for(cls: type, request: urllib.request.Request, host: str, **kwargs: Any) -> Any:
@@ -187,3 +193,23 @@ class DeadlineHTTPSHandler(urllib.request.HTTPSHandler):
     def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
         factory = functools.partial(connection_for, DeadlineHTTPSConnection, req)
         return self.do_open(factory, req, context=self._context)
+
+
+def bounded_yaml_loader(yaml: Any, max_depth: int = MAX_JSON_DEPTH) -> type:
+    """PyYAML's safe loader (`yaml` is the imported module: the checker's Job has none),
+    raising `yaml.YAMLError` at a node nested deeper than `max_depth`, as soon as it meets
+    it (before its scanner, quadratic in the nesting, reads the rest)."""
+
+    class Loader(yaml.SafeLoader):
+        depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            self.depth += 1
+            try:
+                if self.depth > max_depth:
+                    raise yaml.YAMLError(f"nested more than {max_depth} levels deep")
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+    return Loader

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .limits import MAX_JSON_DEPTH, loads, read_regular
+from .limits import bounded_yaml_loader, loads, read_regular
 from .options import CheckError
 
 BUILTIN_PROMPTS = Path(__file__).with_name("prompts.jsonl")
@@ -125,25 +125,6 @@ def parse_prompts(items: Any, origin: str) -> list[Prompt]:
     return prompts
 
 
-def _bounded_loader(yaml: Any) -> type:
-    """PyYAML's safe loader, refusing nodes nested deeper than `MAX_JSON_DEPTH` as soon as
-    it meets them (before its scanner, quadratic in the nesting, reads the rest)."""
-
-    class Loader(yaml.SafeLoader):
-        depth = 0
-
-        def compose_node(self, parent: Any, index: Any) -> Any:
-            self.depth += 1
-            try:
-                if self.depth > MAX_JSON_DEPTH:
-                    raise yaml.YAMLError(f"nested more than {MAX_JSON_DEPTH} levels deep")
-                return super().compose_node(parent, index)
-            finally:
-                self.depth -= 1
-
-    return Loader
-
-
 def load_prompts(path: str | Path | None, mode: str = "exact") -> list[Prompt]:
     """Prompts from a file: JSON lines (one JSON string or object per line; blank lines and
     `#` comments skipped) or, for `.yaml`/`.yml`, a YAML list (needs PyYAML, which the local
@@ -165,7 +146,7 @@ def load_prompts(path: str | Path | None, mode: str = "exact") -> list[Prompt]:
         except ImportError:
             raise CheckError(f"{file.name}: YAML needs PyYAML; use JSON lines here") from None
         try:
-            return parse_prompts(yaml.load(text, Loader=_bounded_loader(yaml)), file.name)
+            return parse_prompts(yaml.load(text, Loader=bounded_yaml_loader(yaml)), file.name)
         except yaml.YAMLError as exc:
             raise CheckError(f"{file.name}: not valid YAML ({str(exc).splitlines()[0]})") from None
     items = []

@@ -27,6 +27,7 @@ ignored. Credentials are `SecretStr`: they never appear in a message, a repr or 
 from __future__ import annotations
 
 import base64
+import re
 import ssl
 from pathlib import Path
 from typing import Any
@@ -35,12 +36,19 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, m
 
 from dualstack.errors import UsageError
 from dualstack.gate.prometheus import NO_AUTH, ClientAuth
+from precision_check.limits import TooLarge, bounded_yaml_loader, read_regular
 
 OPTION = "--prometheus-http-config"
 SECRET_KEYS = frozenset({"password", "credentials", "bearer_token", "secrets"})
 """Keys whose values are never echoed in an error."""
 RESERVED_HEADERS = frozenset({"authorization", "host", "content-length", "user-agent"})
 """Headers `http_headers` may not set (Prometheus refuses these too; use `authorization`)."""
+MAX_CONFIG_BYTES = 64 * 1024
+"""The largest http_config file read."""
+MAX_SECRET_BYTES = 64 * 1024
+"""The largest `*_file` (a password, a token, a header value) read."""
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+"""An HTTP field name (RFC 9110 5.1: a token)."""
 
 
 class _Strict(BaseModel):
@@ -162,12 +170,33 @@ def parse_http_config(data: Any, source: str = OPTION) -> HTTPConfig:
 
 
 def _read_secret(folder: Path, name: str, key: str, source: str) -> str:
+    """The stripped text of a `*_file`; a regular file of at most `MAX_SECRET_BYTES` (a FIFO
+    would block, `/dev/zero` never ends). Raises UsageError naming `key` and the file."""
     path = Path(name) if Path(name).is_absolute() else folder / name
     try:
-        return path.read_text(encoding="utf-8").strip()
+        return read_regular(path, MAX_SECRET_BYTES).decode("utf-8").strip()
+    except TooLarge as exc:
+        raise UsageError(f"{source}: {key} {path}: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         why = getattr(exc, "strerror", None) or type(exc).__name__
         raise UsageError(f"{source}: {key} {path}: {why}") from None
+
+
+def _check_header(name: str, value: str, key: str, source: str) -> None:
+    """Raise UsageError (naming `key`, never the value) unless `name: value` can be sent: a
+    token name, and a value of Latin-1 characters without CR, LF or NUL (RFC 9110 5.5; a
+    line break would end the header and start another)."""
+    if not _TOKEN.fullmatch(name):
+        raise UsageError(f"{source}: http_headers: {name[:60]!r} is not an HTTP header name")
+    if any(c in value for c in "\r\n\0"):
+        raise UsageError(f"{source}: {key}: the value contains a line break or NUL")
+    try:
+        value.encode("latin-1")
+    except UnicodeEncodeError:
+        raise UsageError(
+            f"{source}: {key}: the value has characters outside Latin-1 (HTTP headers carry "
+            "bytes; send ASCII)"
+        ) from None
 
 
 def _path(folder: Path, name: str | None) -> str | None:
@@ -204,6 +233,7 @@ def resolve(config: HTTPConfig, folder: Path, source: str = OPTION) -> ClientAut
         ]
         if values:
             headers[name] = ", ".join(values)
+            _check_header(name, headers[name], f"http_headers.{name}", source)
     if config.basic_auth is not None:
         auth = config.basic_auth
         password = auth.password.get_secret_value() if auth.password else ""
@@ -225,6 +255,8 @@ def resolve(config: HTTPConfig, folder: Path, source: str = OPTION) -> ClientAut
         credentials = _read_secret(folder, config.bearer_token_file, "bearer_token_file", source)
     if credentials is not None:
         headers["Authorization"] = f"{scheme} {credentials}"
+        key = "authorization" if config.authorization is not None else "bearer_token"
+        _check_header("Authorization", headers["Authorization"], key, source)
     tls = config.tls_config
     context = _ssl_context(tls, folder, source) if tls is not None else None
     return ClientAuth(headers, context, tls.server_name if tls is not None else None)
@@ -234,7 +266,9 @@ def load_http_config(path: Path | None) -> ClientAuth:
     """The client settings in `path` (Prometheus `http_config` YAML); NO_AUTH for None.
 
     Raises UsageError (one line, naming the option, the key and the file) when the file is
-    missing, not YAML, or not a valid http_config.
+    missing, not a regular file (a FIFO, a device), above `MAX_CONFIG_BYTES`, not YAML
+    (nested more than 64 deep included), not a valid http_config, or sets a header that
+    cannot be sent (CR/LF, non-Latin-1).
     """
     if path is None:
         return NO_AUTH
@@ -242,7 +276,10 @@ def load_http_config(path: Path | None) -> ClientAuth:
 
     source = f"{OPTION} {path}"
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = read_regular(path, MAX_CONFIG_BYTES).decode("utf-8")
+        data = yaml.load(text, Loader=bounded_yaml_loader(yaml))
+    except TooLarge as exc:
+        raise UsageError(f"{source}: {exc}") from None
     except OSError as exc:
         raise UsageError(f"{source}: {exc.strerror}") from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:

@@ -21,10 +21,11 @@ Two error types, both meaning "could not judge" (exit 2), never a check result:
 
 from __future__ import annotations
 
+import functools
 import http.client
-import json
 import math
 import ssl
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -33,8 +34,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dualstack.redaction import redact
+from precision_check.limits import (
+    DeadlineHandler,
+    TooLarge,
+    bound_socket,
+    connection_for,
+    loads,
+    read_capped,
+)
 
 MAX_ANSWER_BYTES = 10 * 1024 * 1024
+"""The largest answer read; a larger one is an unusable answer, the rest unread."""
+MAX_ERROR_BYTES = 64 * 1024
+"""The most of an error answer's body read for its `error` field."""
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
@@ -166,13 +178,14 @@ def _is_point(raw: Any) -> bool:
 def _success_data(body: bytes, kind: str) -> dict[str, Any]:
     """The `data` of a successful answer whose `resultType` is `kind`."""
     try:
-        answer = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        answer = loads(body)
+    except ValueError as exc:  # UnicodeDecodeError and too deep included
         if body.lstrip()[:1] == b"<":
             raise PrometheusError(
                 "malformed answer: an HTML page, not JSON (is the URL Prometheus's base URL?)"
             ) from None
-        raise PrometheusError("malformed answer: not JSON") from None
+        deep = type(exc) is ValueError  # loads' own: nested too deep
+        raise PrometheusError(f"malformed answer: not JSON{f' ({exc})' if deep else ''}") from None
     if not isinstance(answer, dict):
         raise PrometheusError("malformed answer: not a JSON object")
     if answer.get("status") != "success":
@@ -211,26 +224,34 @@ class _HTTPSHandler(urllib.request.HTTPSHandler):
         self._server_name = server_name
 
     def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(self._connection, req)
+        return self.do_open(functools.partial(self._connection, req), req)
 
-    def _connection(self, host: str, **kwargs: Any) -> http.client.HTTPSConnection:
+    def _connection(
+        self, req: urllib.request.Request, host: str, **kwargs: Any
+    ) -> http.client.HTTPSConnection:
         kwargs.pop("context", None)
-        connection = _NamedHTTPSConnection(host, context=self._tls_context, **kwargs)
+        connection = connection_for(
+            _NamedHTTPSConnection, req, host, context=self._tls_context, **kwargs
+        )
         connection.server_name = self._server_name
         return connection
 
 
 class _NamedHTTPSConnection(http.client.HTTPSConnection):
     server_name: str | None = None
+    deadline: float | None = None
 
     def connect(self) -> None:
         http.client.HTTPConnection.connect(self)
         name = self.server_name or self.host
         self.sock = self._context.wrap_socket(self.sock, server_hostname=name)  # type: ignore[attr-defined]
+        self.sock = bound_socket(self.sock, self.deadline)
 
 
 class PrometheusClient:
-    """Queries against one Prometheus at `base_url`, each bounded by `timeout` s.
+    """Queries against one Prometheus at `base_url`, each ending within `timeout` s (the
+    connection, the headers and the whole answer: a server that drips cannot stretch it),
+    each answer at most `MAX_ANSWER_BYTES` and nested at most 64 deep.
 
     `auth` (from `--prometheus-http-config`) adds the credentials, tenant headers and TLS
     settings. Loopback URLs never go through an HTTP proxy from the environment; redirects are not
@@ -242,7 +263,7 @@ class PrometheusClient:
         self.timeout = timeout
         self._headers = dict(auth.headers)
         parts = urllib.parse.urlsplit(self.base_url)
-        handlers: list[urllib.request.BaseHandler] = [_NoRedirects()]
+        handlers: list[urllib.request.BaseHandler] = [_NoRedirects(), DeadlineHandler()]
         if parts.hostname in LOOPBACK_HOSTS:
             handlers.append(urllib.request.ProxyHandler({}))
         if parts.scheme == "https":
@@ -276,9 +297,14 @@ class PrometheusClient:
 
     def _get(self, url: str) -> bytes:
         request = urllib.request.Request(url, headers=self._headers)
+        request.deadline = time.monotonic() + self.timeout  # type: ignore[attr-defined]
         try:
             with self._opener.open(request, timeout=self.timeout) as answer:
-                body = answer.read(MAX_ANSWER_BYTES + 1)
+                body = read_capped(answer, MAX_ANSWER_BYTES)
+        except TooLarge:
+            raise PrometheusError(
+                self._unusable(f"answer larger than {MAX_ANSWER_BYTES} bytes")
+            ) from None
         except urllib.error.HTTPError as exc:
             raise PrometheusError(self._unusable(_http_error(exc))) from None
         except ssl.SSLError as exc:
@@ -300,8 +326,6 @@ class PrometheusClient:
             raise PrometheusError(self._unusable(cause)) from None
         except OSError as exc:
             raise PrometheusUnavailable(self._unavailable(exc.strerror or str(exc))) from None
-        if len(body) > MAX_ANSWER_BYTES:
-            raise PrometheusError(self._unusable(f"answer larger than {MAX_ANSWER_BYTES} bytes"))
         return body
 
     def _unavailable(self, cause: str) -> str:
@@ -320,10 +344,10 @@ def _tls_error(exc: ssl.SSLError) -> str:
 def _http_error(exc: urllib.error.HTTPError) -> str:
     detail = ""
     try:
-        answer = json.loads(exc.read(64 * 1024))
+        answer = loads(exc.read(MAX_ERROR_BYTES))
         if isinstance(answer, dict) and answer.get("error"):
-            detail = ": " + " ".join(str(answer["error"]).split())
-    except (ValueError, OSError):
+            detail = ": " + " ".join(str(answer["error"]).split())[:200]
+    except (ValueError, OSError, http.client.HTTPException):
         pass
     if 300 <= exc.code < 400:
         where = exc.headers.get("Location") if exc.headers else None

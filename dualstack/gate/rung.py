@@ -20,18 +20,23 @@ from components.monitoring.promql import selector
 from components.monitoring.rules import scope_labels
 from components.settings import Settings
 from dualstack.gate.data import Scope, scope_of
-from dualstack.gate.prometheus import PrometheusClient
+from dualstack.gate.prometheus import PrometheusClient, describe_value
 
 
 @dataclass(frozen=True)
 class Rung:
     """Weight and mirrored share in % (the latest recorded in the window, or the stack file's
-    when nothing is recorded); `changed` says what moved within the window, if anything."""
+    when nothing usable is recorded); `changed` says what moved within the window, if
+    anything, and `problem` why a recorded rung was unusable."""
 
     weight: int
     mirror: int
     recorded: bool
     changed: str | None = None
+    problem: str | None = None
+    """Why the recorded rung could not be read (a NaN, an infinity, a value outside 0..1
+    such as a percent where a ratio is recorded); the weight and mirror are then the stack
+    file's, and the split is NO_DATA, never judged against them."""
 
     @property
     def text(self) -> str:
@@ -39,8 +44,21 @@ class Rung:
         return f"{self.weight}% with {self.mirror}% mirrored" if self.mirror else f"{self.weight}%"
 
 
-def _values(client: PrometheusClient, promql: str, at: float) -> list[float]:
-    return [s.value for s in client.query(promql, at) if math.isfinite(s.value)]
+class Unreadable(ValueError):
+    """A recorded rung value that is not a 0..1 ratio; `str()` says which and why."""
+
+
+def _values(client: PrometheusClient, metric: str, promql: str, at: float) -> list[float]:
+    """The sample values of `promql`; raises Unreadable when one is not a 0..1 ratio (NaN, an
+    infinity, or a percent such as 20 where 0.2 is recorded)."""
+    values = [s.value for s in client.query(promql, at)]
+    bad = next((v for v in values if not (math.isfinite(v) and 0 <= v <= 1)), None)
+    if bad is not None:
+        raise Unreadable(
+            f"{metric} is recorded as {describe_value(bad)}, not a 0..1 ratio: the live rung "
+            "cannot be read (check the deployed recording rules)"
+        )
+    return values
 
 
 def recorded_range(
@@ -48,12 +66,12 @@ def recorded_range(
 ) -> tuple[int, int, int] | None:
     """(lowest, highest, latest) value in % of a recorded 0..1 ratio over the window ending at
     `at` in `scope` (a namespace, or `scope_labels` of a fleet member), or None when there is
-    none (or it is outside 0..1)."""
+    none. Raises Unreadable when a value is not a 0..1 ratio (`_values`)."""
     series = selector(metric, scope_of(scope))
     found = []
     for function in ("min_over_time", "max_over_time", "last_over_time"):
-        values = _values(client, f"{function}({series}[{window_seconds}s])", at)
-        if not values or not all(0 <= v <= 1 for v in values):
+        values = _values(client, metric, f"{function}({series}[{window_seconds}s])", at)
+        if not values:
             return None
         found.append(round((min if function == "min_over_time" else max)(values) * 100))
     low, high, latest = found
@@ -64,12 +82,16 @@ def window_rung(
     settings: Settings, client: PrometheusClient, window_seconds: int, at: float
 ) -> Rung:
     """The rung of the window ending at `at`: recorded when the rules record a weight, else
-    the stack file's (`recorded` False)."""
+    the stack file's (`recorded` False; with `problem` set when what they record is not a
+    0..1 ratio)."""
     ns = scope_labels(settings)
-    weight = recorded_range(client, ASCEND_WEIGHT, ns, window_seconds, at)
+    try:
+        weight = recorded_range(client, ASCEND_WEIGHT, ns, window_seconds, at)
+        mirror = recorded_range(client, ASCEND_MIRROR, ns, window_seconds, at) or (0, 0, 0)
+    except Unreadable as exc:
+        return Rung(settings.ascend_weight, settings.mirror_percent, False, problem=str(exc))
     if weight is None:
         return Rung(settings.ascend_weight, settings.mirror_percent, recorded=False)
-    mirror = recorded_range(client, ASCEND_MIRROR, ns, window_seconds, at) or (0, 0, 0)
     changes = []
     if weight[0] != weight[1]:
         changes.append(f"the recorded weight moved between {weight[0]}% and {weight[1]}%")

@@ -94,7 +94,9 @@ def split_criterion(settings: Settings, rung: Rung, counts: dict[str, Reading]) 
         ascend = Reading(0.0)  # the rule records nothing for a backend no request reached
     status: Status
     shown = ("no data", "no data")
-    if rung.changed:
+    if rung.problem:
+        status, detail = "NO_DATA", rung.problem
+    elif rung.changed:
         status = "NO_DATA"
         detail = f"{rung.changed} inside the window: the data mixes two rungs; judge a window "
         detail += "that starts after the change"
