@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from dualstack.commands.arg_types import number
+from dualstack.commands.arg_types import duration, moment, number, seconds
 from dualstack.commands.output_paths import check_output_file
 from dualstack.errors import UsageError
 from dualstack.gate.criteria import parse_duration, parse_time, parse_window
@@ -40,20 +40,25 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
         f"(default: ${HTTP_CONFIG_ENV})",
     )
     parser.add_argument(
-        "--window", default="30m", help="judge the last DURATION, 5m..7d (default: 30m)"
+        "--window",
+        type=duration,
+        default="30m",
+        help="judge the last DURATION, 5m..7d (default: 30m)",
     )
     parser.add_argument(
         "--at",
         metavar="TIME",
+        type=moment,
         default=None,
         help="end of the window: unix seconds or RFC 3339 (default: now)",
     )
     parser.add_argument(
-        "--timeout", type=number, default=10.0, help="seconds per query (default: 10)"
+        "--timeout", type=seconds, default=10.0, help="seconds per query (default: 10)"
     )
     parser.add_argument(
         "--max-staleness",
         metavar="DURATION",
+        type=duration,
         default=f"{DEFAULT_BOUNDS.max_staleness_s // 60}m",
         help="a series whose newest sample is older than this at the window end is NO_DATA "
         "(default: %(default)s)",

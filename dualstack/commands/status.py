@@ -13,6 +13,7 @@ from typing import Any
 from components import ladder
 from components.settings import Fleet, Settings, SettingsError, load_fleet
 from dualstack.cli import VERBS
+from dualstack.commands.arg_types import duration, moment, seconds
 from dualstack.commands.gate_options import PROMETHEUS_ENV
 from dualstack.commands.machine import add_output_argument, document, emit, wants_json
 from dualstack.commands.stacks import add_service_argument, add_stack_argument, every_stack
@@ -252,12 +253,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         f"long the rung has held (default: ${PROMETHEUS_ENV}; none: not shown)",
     )
     parser.add_argument(
-        "--window", default="30m", help="observe the split over the last DURATION (default: 30m)"
+        "--window",
+        type=duration,
+        default="30m",
+        help="observe the split over the last DURATION (default: 30m)",
     )
     parser.add_argument(
-        "--at", metavar="TIME", help="end of the window: unix seconds or RFC 3339 (default: now)"
+        "--at",
+        metavar="TIME",
+        type=moment,
+        help="end of the window: unix seconds or RFC 3339 (default: now)",
     )
-    parser.add_argument("--timeout", type=float, default=10.0, help="seconds per query")
+    parser.add_argument("--timeout", type=seconds, default=10.0, help="seconds per query")
     parser.set_defaults(func=run)
 
 
