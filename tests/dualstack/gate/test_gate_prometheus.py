@@ -325,7 +325,7 @@ def test_staleness_and_coverage_bounds_are_options(project, prometheus):
 @pytest.mark.parametrize(
     ("option", "message"),
     [
-        (["--max-staleness", "soon"], "--max-staleness 'soon': expected a duration"),
+        (["--max-staleness", "soon"], "argument --max-staleness: 'soon': expected a duration"),
         (["--max-staleness", "2h"], "--max-staleness 2h: expected more than 0 and at most"),
         (["--min-coverage", "0"], "--min-coverage 0: expected 0 < percent <= 100"),
     ],
