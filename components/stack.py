@@ -70,14 +70,10 @@ class DualStackInference(pulumi.ComponentResource):
     """The fleet's inference services on NVIDIA and Ascend: both node pools once, and per
     service both workloads and the weighted traffic split between them.
 
-    `fleet` is a `Fleet`, or one service's `Settings` (a fleet of one)."""
+    `fleet`: the stack's services (a single-service stack is a fleet of one, `Fleet.of`)."""
 
-    def __init__(
-        self, name: str, fleet: Fleet | Settings, opts: pulumi.ResourceOptions | None = None
-    ) -> None:
+    def __init__(self, name: str, fleet: Fleet, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(names.STACK_TYPE, name, None, opts)
-        if isinstance(fleet, Settings):
-            fleet = Fleet({fleet.name: fleet}, declared=fleet.member is not None)
         child = pulumi.ResourceOptions(parent=self)
         shared = fleet.first  # the pools are the stack's: equal in every member
         self.pools = {
@@ -121,12 +117,12 @@ def service_exports(service: ServiceComponents) -> dict[str, Any]:
     }
 
 
-def exports(fleet: Fleet | Settings, stack: DualStackInference) -> dict[str, Any]:
-    """The stack outputs a reviewer and the tooling read: the single service's at the top
-    (`pulumi stack output ascendWeight`), or a fleet's as `services` ({name: the same keys}:
-    `pulumi stack output services --json`) beside `namespace`."""
-    declared = fleet.declared if isinstance(fleet, Fleet) else fleet.member is not None
-    if not declared:
+def exports(fleet: Fleet, stack: DualStackInference) -> dict[str, Any]:
+    """The stack outputs a reviewer and the tooling read (the edge where a single-service
+    stack keeps its own shape): the single service's at the top (`pulumi stack output
+    ascendWeight`), or a declared fleet's as `services` ({name: the same keys}: `pulumi stack
+    output services --json`) beside `namespace`."""
+    if not fleet.declared:
         return service_exports(next(iter(stack.services.values())))
     services = {name: service_exports(service) for name, service in stack.services.items()}
     return {

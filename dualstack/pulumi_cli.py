@@ -22,6 +22,10 @@ import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the CLI's every verb imports this module: no pydantic at import time
+    from components.settings import Fleet
 
 PULUMI_TIMEOUT_S = 120.0
 """Seconds one Pulumi CLI call may take (a backend login over a slow link included)."""
@@ -178,6 +182,21 @@ def read_deployed_weight(root: Path, stack: str, timeout: float = PULUMI_TIMEOUT
     """
     stdout = _output(root, stack, WEIGHT_OUTPUT, timeout)
     return parse_weight(stdout, f"`pulumi stack output {WEIGHT_OUTPUT} --stack {stack}`")
+
+
+def read_fleet_weights(
+    root: Path, stack: str, fleet: Fleet, timeout: float = PULUMI_TIMEOUT_S
+) -> dict[str, int]:
+    """The deployed weights of the stack whose services are `fleet`, {service: weight in %}:
+    the one place the two output shapes (`exports` in components/stack.py) become one. A
+    declared fleet's `services` output (`read_deployed_weights`: a service missing from it was
+    never deployed), a single-service stack's `ascendWeight` as its one service's.
+
+    Raises StackOutputError as `read_deployed_weight` does.
+    """
+    if fleet.declared:
+        return read_deployed_weights(root, stack, timeout)
+    return {fleet.first.name: read_deployed_weight(root, stack, timeout)}
 
 
 def deployed_weight(root: Path, stack: str, timeout: float = PULUMI_TIMEOUT_S) -> Deployed:

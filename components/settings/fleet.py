@@ -41,7 +41,7 @@ applies them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,6 +100,22 @@ class Fleet:
 
     def __len__(self) -> int:
         return len(self.members)
+
+    @classmethod
+    def of(cls, *services: Settings) -> Fleet:
+        """A fleet of these services, in this order: `services.<name>` members (`declared`),
+        or the stack's single implicit service (a fleet of one)."""
+        return cls({s.name: s for s in services}, any(s.member is not None for s in services))
+
+    def only(self, names: Iterable[str]) -> Fleet:
+        """The same stack with only the members `names` (in that order); KeyError for a name
+        it does not hold."""
+        return Fleet({name: self.members[name] for name in names}, self.declared)
+
+    @property
+    def weights(self) -> dict[str, int]:
+        """{service: Ascend weight in %}, in fleet order."""
+        return {name: settings.ascend_weight for name, settings in self.members.items()}
 
     def member(self, name: str | None = None) -> Settings:
         """The member called `name`; without a name, the only one.

@@ -18,6 +18,7 @@ from dualstack.offline.code_identity import require_own_code
 from dualstack.offline.judge import JudgeRequest, base_of_tree, judge
 from dualstack.offline.judge_client import base_judge, resolve_base
 from dualstack.offline.policy_config import write_config
+from dualstack.offline.protocol import Weights
 from dualstack.pulumi_cli import read_deployed_weight, read_deployed_weights
 from dualstack.repo.stack_config import find_root, load_stack_config
 from dualstack.repo.stackfile import read_config
@@ -80,11 +81,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _previous(
-    args: argparse.Namespace, root: Path, fleet: bool
-) -> tuple[int | dict[str, int] | None, str]:
-    """The deployed weight as the flags give it; a fleet's {service: weight} read from the
-    stack output `services` (`--previous-weight N` is one number: refused for a fleet)."""
+def _previous(args: argparse.Namespace, root: Path, fleet: bool) -> tuple[Weights, str]:
+    """The judge request's `previousWeight` as the flags give it, and where it came from: the
+    edge where the deployed weight takes the protocol's shape (read by a base of any age):
+    one number for a single-service stack (`--previous-weight N`, the `ascendWeight`
+    output), a fleet's {service: weight} (the `services` output; one number is refused),
+    None for `--first-deploy`. The judge turns it into {service: weight}
+    (`dualstack.offline.judge.previous_weights`)."""
     if args.from_stack_output and fleet:
         return read_deployed_weights(root, args.stack), "pulumi stack output services"
     if args.from_stack_output:

@@ -7,10 +7,12 @@ import argparse
 import shlex
 import sys
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from components import ladder
-from components.settings import Fleet, SettingsError, load_fleet, load_settings
+from components.settings import Fleet, Settings, SettingsError, load_fleet
 from dualstack.cli import VERBS
 from dualstack.commands.arg_types import whole_number
 from dualstack.commands.machine import (
@@ -27,6 +29,7 @@ from dualstack.errors import EXIT_ERROR, UsageError
 from dualstack.offline.policy_results import policy_refusal
 from dualstack.offline.policy_run import PolicyResult, blocking
 from dualstack.offline.preview import (
+    Preview,
     Side,
     build_preview,
     check_policies,
@@ -112,22 +115,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def introduced_violations(
-    head: Side, before: Side, before_weight: int | dict[str, int], stack: str
+    head: Side, before: Side, before_weights: Mapping[str, int], stack: str
 ) -> tuple[list[PolicyResult], int]:
     """(mandatory violations the rollback introduces, violations it merely carries over).
 
-    Both sides are judged with the weight the rollback moves from as the previous weight, so
-    the git base plays no part: a stale or missing base, or a violation the stack already
-    had, never blocks an emergency rollback. Lowering the weight breaks no policy of the
-    pack today; this is the net for one that would. A fleet's `before_weight` is
-    {service: weight}.
+    Both sides are judged with the weights the rollback moves from ({service: weight in %})
+    as the previous weights, so the git base plays no part: a stale or missing base, or a
+    violation the stack already had, never blocks an emergency rollback. Lowering the weight
+    breaks no policy of the pack today; this is the net for one that would.
     """
     # `before.objects` are the deployed pod templates: a rollback only scales, no surge.
-    judged = before.judged
-    after = blocking(check_policies(head, before_weight, stack, judged, before.objects))
+    judged = before.fleet
+    after = blocking(check_policies(head, before_weights, stack, judged, before.objects))
     known = {
         (r.policy, r.resource)
-        for r in blocking(check_policies(before, before_weight, stack, judged, before.objects))
+        for r in blocking(check_policies(before, before_weights, stack, judged, before.objects))
     }
     new = [v for v in after if (v.policy, v.resource) not in known]
     return new, len(after) - len(new)
@@ -143,12 +145,26 @@ def _render_side(root: Path, stack: str, config: dict | None = None) -> Side | N
     return side_of(fleet, objects)
 
 
-def _weights(fleet: Fleet) -> int | dict[str, int]:
-    """The previous weight(s) the policies judge a rollback from: one number for a
-    single-service stack, {service: weight} for a fleet."""
-    if fleet.declared:
-        return {s.name: s.ascend_weight for s in fleet}
-    return fleet.first.ascend_weight
+def _preview(
+    root: Path, stack: str, base: str | None, service: str | None = None
+) -> tuple[Preview | None, str]:
+    """(the preview of `root`'s stack judged by `base`, its text); (None, `(no preview: why)`)
+    when it cannot be built (`NO_PREVIEW`): a rollback goes on without it."""
+    try:
+        preview = build_preview(root, stack, base, service=service)
+    except NO_PREVIEW as exc:
+        return None, f"(no preview: {str(exc).splitlines()[0]})"
+    return preview, format_preview(preview)
+
+
+def _violations(
+    head: Preview | None, before: Side | None, stack: str
+) -> tuple[list[PolicyResult], int]:
+    """`introduced_violations` of the rollback from `before` to the preview's head, judged
+    from `before`'s weights; ([], 0) without a preview or a render of `before`."""
+    if head is None or before is None:
+        return [], 0
+    return introduced_violations(head.head, before, before.fleet.weights, stack)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -160,28 +176,136 @@ def run(args: argparse.Namespace) -> int:
             args.stack = one_stack(user_root, args.stack, "rollback")
         return run_emergency(args, user_root)
     args.stack = one_stack(user_root, args.stack, "rollback")
-    config = load_stack_config(user_root, args.stack)
-    if args.all:
-        _check_all_target(load_fleet(config), args.to)
-    else:
-        rollback_target(load_settings(config, service=args.service), args.to)
+    Moves.of(args, load_fleet(load_stack_config(user_root, args.stack)))  # a bad --to: exit 2
     check_output_file(args.body_file, "--body-file")
     plan = commit_plan(args, user_root)
     result: dict = {}
     with human_text_to_stderr(args), commit_workspace(user_root, plan, args.stack) as root:
-        if args.all:
-            code = _rollback_all(args, root, plan, result)
-        else:
-            code = _rollback(args, root, plan, result)
+        code = _rollback(args, root, plan, result)
     if wants_json(args):
         emit(document("rollback", stack=args.stack, **result))
     return code
 
 
-def _check_all_target(fleet: Fleet, to: int) -> None:
-    """`--to` with `--all`: a ladder step (services already at or below it stay)."""
-    if problem := ladder.step_problem(fleet.first.ladder, to):
-        raise UsageError(f"--to {to}: {problem}")
+@dataclass(frozen=True)
+class Moves:
+    """What one `rollback` without `--emergency` moves: `targets` {service: weight in %} of
+    the services of `fleet` (the stack before) that go down, and how the messages name them:
+    one service (`--service`, or the only one), or with `every` (`--all`) each service above
+    `to`, all in one edit of the stack file."""
+
+    stack: str
+    fleet: Fleet
+    targets: dict[str, int]
+    every: bool
+    to: int
+    service: Settings | None = None
+    """The one service rolled back (None with `every`)."""
+
+    @classmethod
+    def of(cls, args: argparse.Namespace, fleet: Fleet) -> Moves:
+        """The moves `args` ask of `fleet`. Raises UsageError for a `--to` that is not a
+        ladder step (or, for one service, above its weight; `components.ladder`) and
+        SettingsError for an unknown or missing `--service`."""
+        if args.all:
+            if problem := ladder.step_problem(fleet.first.ladder, args.to):
+                raise UsageError(f"--to {args.to}: {problem}")
+            targets = {s.name: args.to for s in fleet if s.ascend_weight > args.to}
+            return cls(args.stack, fleet, targets, True, args.to)
+        service = fleet.member(args.service)
+        target = rollback_target(service, args.to)
+        moved = {service.name: target} if target != service.ascend_weight else {}
+        return cls(args.stack, fleet, moved, False, target, service)
+
+    @property
+    def where(self) -> str:
+        """`stack prod`, `stack fleet, service chat`."""
+        member = self.service.member if self.service is not None else None
+        return f"stack {self.stack}" + (f", service {member}" if member is not None else "")
+
+    def start(self) -> dict:
+        """The fields of `dualstack/rollback/v1` before anything moved (docs/OUTPUT.md)."""
+        if self.every:
+            head = {"service": None, "services": []}
+            weight = max(s.ascend_weight for s in self.fleet)
+        else:
+            head = {"service": self.service.member}
+            weight = self.service.ascend_weight
+        return {
+            **head,
+            "result": "already-there",
+            "fromWeight": weight,
+            "toWeight": self.to,
+            "method": None,
+            "apply": [],
+            "preview": None,
+            "violations": [],
+            "carriedViolations": 0,
+            "pr": None,
+            "commit": None,
+        }
+
+    def nothing(self) -> str:
+        """What is said when nothing moves."""
+        if self.every:
+            return (
+                f"Every service of stack {self.stack} is at or below {self.to}% Ascend: "
+                "nothing to roll back."
+            )
+        where = self.where
+        return (
+            f"{where[0].upper()}{where[1:]} is already at {self.to}% Ascend: nothing to roll back."
+        )
+
+    @property
+    def branch(self) -> str:
+        """The rollback branch's default name."""
+        if self.every:
+            return f"dualstack/{self.stack}-rollback-all-{self.to}"
+        member = f"-{self.service.member}" if self.service.member is not None else ""
+        return f"dualstack/{self.stack}{member}-rollback-{self.to}"
+
+    def write(self, root: Path) -> list[WeightChange]:
+        """Write the targets into `root`'s stack file and read it back (`dualstack.step.weights`:
+        `pulumi config set` for one service, one edit for `--all`); the changes in fleet order."""
+        if self.every:
+            return change_fleet_weights(root, self.stack, self.fleet, self.targets)
+        return [change_weight(root, self.stack, self.service, self.to)]
+
+    def stays(self) -> str:
+        """How a refusal says that nothing changed."""
+        if self.every:
+            return f"stack {self.stack} stays as it was"
+        return f"{self.where} stays at {self.service.ascend_weight}%"
+
+    def done(self, changes: list[WeightChange]) -> str:
+        """The line saying what moved, and how it was written."""
+        method = changes[0].method
+        if self.every:
+            return (
+                f"Rolled back every service of stack {self.stack}: {_listed(changes)} ({method})."
+            )
+        weight = self.service.ascend_weight
+        return f"Rolled back {self.where}: Ascend weight {weight}% -> {self.to}% ({method})."
+
+    def pr_text(
+        self, changes: list[WeightChange], preview: str, how: list[str], envelope: list[str] | None
+    ) -> tuple[str, str, list[str]]:
+        """(PR title, PR body, commit notes)."""
+        if self.every:
+            title = fleet_rollback_title(self.stack, changes)
+            body = fleet_rollback_body(self.stack, changes, preview, how, envelope)
+            return title, body, [f"Rollback of every service, no gate: {_listed(changes)}."]
+        weight = self.service.ascend_weight
+        title, body = rollback_title(changes[0]), rollback_body(changes[0], preview, how, envelope)
+        return title, body, [f"Rollback, no gate: {weight}% -> {self.to}%."]
+
+
+def _listed(changes: list[WeightChange]) -> str:
+    """`chat 50% -> 0%, embedder 20% -> 0%`."""
+    return ", ".join(
+        f"{c.before.name} {c.before.ascend_weight}% -> {c.after.ascend_weight}%" for c in changes
+    )
 
 
 def _branch(root: Path, args: argparse.Namespace, plan: CommitPlan | None, default: str) -> str:
@@ -197,152 +321,48 @@ def _branch(root: Path, args: argparse.Namespace, plan: CommitPlan | None, defau
 
 
 def _rollback(args: argparse.Namespace, root: Path, plan: CommitPlan | None, result: dict) -> int:
-    """The rollback, written in `root` (the user's tree, or the default branch's worktree).
-    Fills `result` with the fields of `dualstack/rollback/v1` (docs/OUTPUT.md)."""
-    settings = load_settings(load_stack_config(root, args.stack), service=args.service)
-    target = rollback_target(settings, args.to)
-    where = f"stack {args.stack}" + (
-        f", service {settings.member}" if settings.member is not None else ""
-    )
-    result.update(
-        service=settings.member,
-        result="already-there",
-        fromWeight=settings.ascend_weight,
-        toWeight=target,
-        method=None,
-        apply=[],
-        preview=None,
-        violations=[],
-        carriedViolations=0,
-        pr=None,
-        commit=None,
-    )
-    if target == settings.ascend_weight:
-        print(
-            f"{where[0].upper()}{where[1:]} is already at {target}% Ascend: nothing to roll back."
-        )
+    """The rollback (one service, or `--all`: `Moves`), written in `root` (the user's tree, or
+    the default branch's worktree). Fills `result` with the fields of `dualstack/rollback/v1`
+    (docs/OUTPUT.md; `services`: [{service, fromWeight, toWeight}] with `--all`)."""
+    moves = Moves.of(args, load_fleet(load_stack_config(root, args.stack)))
+    result.update(moves.start())
+    if not moves.targets:
+        print(moves.nothing())
         return 0
     path = stack_path(root, args.stack)
-    member = f"-{settings.member}" if settings.member is not None else ""
-    branch = _branch(root, args, plan, f"dualstack/{args.stack}{member}-rollback-{target}")
+    branch = _branch(root, args, plan, moves.branch)
     base = default_base(root)
     before_side = _render_side(root, args.stack)
     original = path.read_bytes()
-    change = change_weight(root, args.stack, settings, target)
-    try:
-        preview = build_preview(root, args.stack, base, service=args.service)
-    except NO_PREVIEW as exc:
-        preview, preview_text = None, f"(no preview: {str(exc).splitlines()[0]})"
-    else:
-        preview_text = format_preview(preview)
-        result["preview"] = preview_data(preview)
-    result["method"] = change.method
-    new, carried = [], 0
-    if preview is not None and before_side is not None:
-        weights = _weights(before_side.fleet) if before_side.fleet else settings.ascend_weight
-        new, carried = introduced_violations(preview.head, before_side, weights, args.stack)
-    if new:
-        result.update(result="policy-violation", violations=[policy_data(v) for v in new])
-        restore_stack_file(root, args.stack, original)
-        stays = f"{where} stays at {settings.ascend_weight}%"
-        for line in policy_refusal(new, path.name, stays):
-            print(f"error: {line}", file=sys.stderr)
-        return 1
-    print(
-        f"Rolled back {where}: Ascend weight {settings.ascend_weight}% -> "
-        f"{target}% ({change.method})."
-    )
-    how = instructions(change.before, change.after, args.stack)
-    print("\n".join(how))
-    if carried:
-        print(
-            f"Note: {carried} mandatory policy violation(s) were already there before the "
-            "rollback; they do not block it (see the preview)."
-        )
-    title = rollback_title(change)
-    notes = [f"Rollback, no gate: {settings.ascend_weight}% -> {target}%."]
-    commit = None if plan is None else (plan, branch, original)
-    envelope = [c.describe() for c in preview.envelope] if preview is not None else None
-    body = rollback_body(change, preview_text, how, envelope)
-    result.update(result="rolled-back", apply=how, carriedViolations=carried)
-    result["commit"] = publish(args, root, commit, title, body, notes)
-    result["pr"] = {"title": title, "body": body}
-    return 0
-
-
-def _rollback_all(
-    args: argparse.Namespace, root: Path, plan: CommitPlan | None, result: dict
-) -> int:
-    """`rollback --all` without `--emergency`: every service above `--to` down to it, in one
-    edit of the stack file (one commit with --commit). Fills `result` as `_rollback` does,
-    with `services`: [{service, fromWeight, toWeight}] of the services moved."""
-    fleet = load_fleet(load_stack_config(root, args.stack))
-    weights = {s.name: args.to for s in fleet if s.ascend_weight > args.to}
-    result.update(
-        service=None,
-        services=[],
-        result="already-there",
-        fromWeight=max(s.ascend_weight for s in fleet),
-        toWeight=args.to,
-        method=None,
-        apply=[],
-        preview=None,
-        violations=[],
-        carriedViolations=0,
-        pr=None,
-        commit=None,
-    )
-    if not weights:
-        print(
-            f"Every service of stack {args.stack} is at or below {args.to}% Ascend: nothing to "
-            "roll back."
-        )
-        return 0
-    path = stack_path(root, args.stack)
-    branch = _branch(root, args, plan, f"dualstack/{args.stack}-rollback-all-{args.to}")
-    base = default_base(root)
-    before_side = _render_side(root, args.stack)
-    original = path.read_bytes()
-    changes = change_fleet_weights(root, args.stack, fleet, weights)
-    result["services"] = [
-        {"service": c.before.name, "fromWeight": c.before.ascend_weight, "toWeight": args.to}
-        for c in changes
-    ]
-    try:
-        preview = build_preview(root, args.stack, base)
-    except NO_PREVIEW as exc:
-        preview, preview_text = None, f"(no preview: {str(exc).splitlines()[0]})"
-    else:
-        preview_text = format_preview(preview)
+    changes = moves.write(root)
+    if moves.every:
+        result["services"] = [
+            {"service": c.before.name, "fromWeight": c.before.ascend_weight, "toWeight": moves.to}
+            for c in changes
+        ]
+    preview, preview_text = _preview(root, args.stack, base, args.service)
+    if preview is not None:
         result["preview"] = preview_data(preview)
     result["method"] = changes[0].method
-    new, carried = [], 0
-    if preview is not None and before_side is not None and before_side.fleet is not None:
-        new, carried = introduced_violations(
-            preview.head, before_side, _weights(before_side.fleet), args.stack
-        )
+    new, carried = _violations(preview, before_side, args.stack)
     if new:
         result.update(result="policy-violation", violations=[policy_data(v) for v in new])
         restore_stack_file(root, args.stack, original)
-        stays = f"stack {args.stack} stays as it was"
-        for line in policy_refusal(new, path.name, stays):
+        for line in policy_refusal(new, path.name, moves.stays()):
             print(f"error: {line}", file=sys.stderr)
         return 1
-    moves = ", ".join(f"{c.before.name} {c.before.ascend_weight}% -> {args.to}%" for c in changes)
-    print(f"Rolled back every service of stack {args.stack}: {moves} ({changes[0].method}).")
-    after = load_fleet(load_stack_config(root, args.stack))
-    how = instructions(fleet, after, args.stack)
+    print(moves.done(changes))
+    before = Fleet.of(*(c.before for c in changes))
+    how = instructions(before, Fleet.of(*(c.after for c in changes)), args.stack)
     print("\n".join(how))
     if carried:
         print(
             f"Note: {carried} mandatory policy violation(s) were already there before the "
             "rollback; they do not block it (see the preview)."
         )
-    title = fleet_rollback_title(args.stack, changes)
-    notes = [f"Rollback of every service, no gate: {moves}."]
     commit = None if plan is None else (plan, branch, original)
     envelope = [c.describe() for c in preview.envelope] if preview is not None else None
-    body = fleet_rollback_body(args.stack, changes, preview_text, how, envelope)
+    title, body, notes = moves.pr_text(changes, preview_text, how, envelope)
     result.update(result="rolled-back", apply=how, carriedViolations=carried)
     result["commit"] = publish(args, root, commit, title, body, notes)
     result["pr"] = {"title": title, "body": body}
@@ -413,7 +433,12 @@ def run_emergency(args: argparse.Namespace, root: Path) -> int:
     for plan in plans:
         say(_written(plan))
     applied = apply_fleet(root, plans, lambda plan: _update_message(plan, args.reason), started)
-    for at, line in sorted(line for result in applied for line in _applied_lines(result)):
+    lines = [
+        line
+        for plan, done in zip(plans, applied, strict=True)
+        for line in _applied_lines(plan, done)
+    ]
+    for at, line in sorted(lines):
         print(f"[{at:5.1f} s] {line}")
     failed = [result for result in applied if result.error is not None]
     sha = None
@@ -443,10 +468,7 @@ def run_emergency(args: argparse.Namespace, root: Path) -> int:
 
 def _moved_fleets(plan: StackRollback) -> tuple[Fleet, Fleet]:
     """The rolled-back services of `plan`, before and after, as fleets."""
-    declared = plan.fleet_before.declared
-    before = Fleet({old.name: old for old, _new in plan.moves()}, declared)
-    after = Fleet({new.name: new for _old, new in plan.moves()}, declared)
-    return before, after
+    return plan.fleet_before.only(plan.services), plan.fleet_after.only(plan.services)
 
 
 def _move(plan: StackRollback) -> str:
@@ -487,12 +509,18 @@ def _target_label(urn: str) -> str:
     return f"{types.rsplit('$', 1)[-1].rsplit(':', 1)[-1]} {name}"
 
 
-def _applied_lines(result: Applied) -> list[tuple[float, str]]:
+def _deployed_text(fleet: Fleet, deployed: Mapping[str, int]) -> str:
+    """The deployed weights as the operator reads them: `chat 50%, embedder 20%` for a
+    declared fleet, `20%` for a single-service stack; `unknown` when they were not read."""
+    if fleet.declared and deployed:
+        return ", ".join(f"{name} {weight}%" for name, weight in deployed.items())
+    weight = deployed.get(fleet.first.name) if not fleet.declared else None
+    return "unknown" if weight is None else f"{weight}%"
+
+
+def _applied_lines(plan: StackRollback, result: Applied) -> list[tuple[float, str]]:
     """(seconds from the start, line) for the stop and the traffic step of one stack."""
-    if isinstance(result.deployed, dict):
-        deployed = ", ".join(f"{name} {weight}%" for name, weight in result.deployed.items())
-    else:
-        deployed = "unknown" if result.deployed is None else f"{result.deployed}%"
+    deployed = _deployed_text(plan.fleet_before, result.deployed)
     objects = ", ".join(_target_label(urn) for urn in result.targets)
     stop = f"{result.stack}: {result.stopped.describe(result.stack)}; deployed {deployed}"
     if result.error is None:
@@ -534,7 +562,7 @@ def _print_dry_run(plans: list[StackRollback], branch: str | None, base: str, re
     print("Dry run: nothing is changed and no command is run.")
     for plan in plans:
         print(_written(plan, "would write"))
-        targets = targets_for(plan, None)
+        targets = targets_for(plan, {})
         print(f"  pulumi {shlex.join(cancel_args(plan.stack))}")
         output = "services" if plan.fleet_before.declared else "ascendWeight"
         print(f"  pulumi stack output {output} --json --stack {plan.stack}  # alongside")
@@ -563,22 +591,13 @@ def _print_pr_text(
         result = next(r for r in applied if r.stack == plan.stack)
         method = "dualstack rollback --emergency"
         changes = [WeightChange(plan.stack, old, new, method) for old, new in plan.moved()]
-        try:
-            preview = build_preview(root, plan.stack, base)
-        except NO_PREVIEW as exc:
-            preview, preview_text = None, f"(no preview: {str(exc).splitlines()[0]})"
-        else:
-            preview_text = format_preview(preview)
-        before_side = _render_side(root, plan.stack, plan.config)
-        if preview is not None and before_side is not None and before_side.fleet is not None:
-            new, _ = introduced_violations(
-                preview.head, before_side, _weights(before_side.fleet), plan.stack
+        preview, preview_text = _preview(root, plan.stack, base)
+        new, _ = _violations(preview, _render_side(root, plan.stack, plan.config), plan.stack)
+        for violation in new:
+            print(
+                f"warning: policy {violation.policy} fails after the rollback of "
+                f"{_move(plan)}: the PR will be blocked until it is fixed"
             )
-            for violation in new:
-                print(
-                    f"warning: policy {violation.policy} fails after the rollback of "
-                    f"{_move(plan)}: the PR will be blocked until it is fixed"
-                )
         up = up_args(plan.stack, result.targets, _update_message(plan, args.reason))
         how = [
             "Applied first (traffic only):",

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.settings import HARDWARE, PROJECT, Fleet, Settings
+from components.settings import HARDWARE, PROJECT, Fleet
 from components.settings.fleet import FLEET_HARDWARE_KEYS, FLEET_KEYS, SERVICES_KEY
 from dualstack.repo.changes import is_link, stack_of, touches_program, tree_changes
 from dualstack.repo.stackfile import (
@@ -174,12 +174,11 @@ def _shown(path: str) -> str:
     return path.removeprefix(f"{PROJECT}:")
 
 
-def settings_dump(settings: Settings | Fleet) -> dict[str, Any]:
-    """The project's keys as the settings resolve them, in stack-file shape: one service's
-    dump, or for a fleet the shared keys at the top and each member's own (everything else,
-    inherited values included) under `services.<name>`."""
-    if isinstance(settings, Settings):
-        return settings.model_dump(by_alias=True, mode="json")
+def settings_dump(settings: Fleet) -> dict[str, Any]:
+    """The project's keys as the settings resolve them, in stack-file shape (the edge where a
+    single-service stack keeps its own): its one service's dump, or for a declared fleet the
+    shared keys at the top and each member's own (everything else, inherited values
+    included) under `services.<name>`."""
     if not settings.declared:
         return settings.first.model_dump(by_alias=True, mode="json")
     first = settings.first.model_dump(by_alias=True, mode="json")
@@ -198,7 +197,7 @@ def settings_dump(settings: Settings | Fleet) -> dict[str, Any]:
     return dumped
 
 
-def effective(config: Mapping[str, Any], settings: Settings | Fleet | None) -> dict[str, Any]:
+def effective(config: Mapping[str, Any], settings: Fleet | None) -> dict[str, Any]:
     """{dotted path: leaf} of a stack config: the project's keys as the settings resolve them
     (defaults included, so an explicit default is no change) when `settings` is given, else
     as written; other namespaces (`kubernetes:context`, ...) as written."""
@@ -215,8 +214,8 @@ def effective(config: Mapping[str, Any], settings: Settings | Fleet | None) -> d
 def config_changes(
     base: Mapping[str, Any],
     head: Mapping[str, Any],
-    base_settings: Settings | Fleet | None = None,
-    head_settings: Settings | Fleet | None = None,
+    base_settings: Fleet | None = None,
+    head_settings: Fleet | None = None,
 ) -> list[EnvelopeChange]:
     """Every config fact that differs between the base and the head stack config, except the
     step facts (`STEP_FACTS`), sorted by path: resolved through both sides' settings (read
@@ -350,7 +349,7 @@ def envelope_changes(
     head: Mapping[str, Any],
     files: list[EnvelopeChange],
     stack: str,
-    settings: tuple[Settings | Fleet | None, Settings | Fleet | None] = (None, None),
+    settings: tuple[Fleet | None, Fleet | None] = (None, None),
 ) -> list[EnvelopeChange]:
     """The whole envelope diff: the stack file itself when it is new at the base (a first
     deploy), else its config changes (`settings`: base and head as the base's code reads

@@ -160,10 +160,11 @@ def _summary(fleet: Fleet) -> BaseSummary:
     return summary
 
 
-def previous_weights(base: Fleet | None, requested: Weights | str) -> Weights:
-    """The deployed weight the pack judges against: `requested` when the caller gave one (a
-    number, or a fleet's {service: weight}), else the base's own weights (None without a
-    base: a first deploy). Raises JudgeError for one number given for a fleet."""
+def wire_previous(base: Fleet | None, requested: Weights | str) -> Weights:
+    """The deployed weight as the protocol says it (the verdict's `previousWeight`):
+    `requested` when the caller gave one (a number, or a fleet's {service: weight}), else the
+    base's own (a declared fleet's {service: weight}, a single-service stack's number, None
+    without a base: a first deploy). Raises JudgeError for one number given for a fleet."""
     if requested != BASE_WEIGHT:
         if isinstance(requested, int) and base is not None and base.declared:
             raise JudgeError(
@@ -175,8 +176,21 @@ def previous_weights(base: Fleet | None, requested: Weights | str) -> Weights:
     if base is None:
         return None
     if base.declared:
-        return {s.name: s.ascend_weight for s in base}
+        return base.weights
     return base.first.ascend_weight
+
+
+def previous_weights(wire: Weights, judged: Fleet, base: Fleet | None) -> dict[str, int | None]:
+    """The protocol's `previousWeight` (`wire_previous`) as {service: weight in %} of the
+    `judged` stack (its `base` as the base's code reads it): the one place its shapes become
+    one. While either side declares `services`, a map is as given and anything else says
+    nothing of the members ({}); otherwise one number is the single service's, and null (or
+    a map) nothing deployed ({})."""
+    if judged.declared or (base is not None and base.declared):
+        return dict(wire) if isinstance(wire, dict) else {}
+    if wire is None or isinstance(wire, dict):
+        return {}
+    return {judged.first.name: wire}
 
 
 def judge(base: BaseSide, head: JudgeRequest) -> Verdict:
@@ -214,10 +228,11 @@ def judge(base: BaseSide, head: JudgeRequest) -> Verdict:
         raise JudgeError(f"cannot compare the head's tree with the base: {exc}") from None
     sides = (base.fleet, head_fleet)
     envelope = envelope_changes(base.config, config, files, base.stack, sides)
-    previous = previous_weights(base.fleet, head.previous_weight)
+    previous = wire_previous(base.fleet, head.previous_weight)
+    judged: Fleet = head_fleet or base.fleet  # type: ignore[assignment]
     pack = pack_config(
-        head_fleet or base.fleet,  # type: ignore[arg-type]
-        previous,
+        judged,
+        previous_weights(previous, judged, base.fleet),
         base.fleet,
         base_objects=base.objects,
         envelope=envelope,

@@ -119,16 +119,9 @@ FLEET_ONLY = frozenset({"services"})
 """Schema keys only a fleet's config carries (`fleet_facts`); a single-service stack's has
 none of them."""
 
-PreviousWeight = int | None | Mapping[str, int | None]
-"""The deployed weight: one number for a single-service stack, {service: weight or None} for
-a fleet (a service missing from the mapping, or None, was never deployed)."""
-
-
-def as_fleet(settings: Fleet | Settings) -> Fleet:
-    """A `Fleet` as it is, or one service's `Settings` as a fleet of one."""
-    if isinstance(settings, Fleet):
-        return settings
-    return Fleet({settings.name: settings}, declared=settings.member is not None)
+Weights = Mapping[str, int | None]
+"""Deployed weights in %, {service: weight}: a service missing, or None, was never deployed
+({} on a first deploy)."""
 
 
 def fleet_facts(
@@ -202,38 +195,44 @@ def template_facts(objects: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     return digests
 
 
+def single_weight(previous: Weights) -> int | None:
+    """Policy config `previousWeight` of a single-service stack (the pack's own shape, kept):
+    its one service's deployed weight, whatever the service is called (a renamed
+    `service.name` is still the deployed one), None when never deployed."""
+    return next(iter(previous.values()), None)
+
+
 def pack_config(
-    settings: Settings | Fleet,
-    previous_weight: PreviousWeight,
-    base: Settings | Fleet | None = None,
+    settings: Fleet,
+    previous_weight: Weights,
+    base: Fleet | None = None,
     base_objects: Iterable[Mapping[str, Any]] | None = None,
     envelope: Iterable[EnvelopeChange] | None = None,
     owner_approved: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """The `--policy-pack-config` content for a stack: {policy name: {config key: value}}.
 
-    `settings` is the head (the change judged); `previous_weight` the deployed Ascend weight in
-    % (None on a first deploy, when only 0 or the first ladder step may be deployed); `base`
-    the BASE stack's settings (None on a first deploy), whose facts (and the levels in
-    `ENFORCEMENT`) are the judged ones unless `owner_approved`; `base_objects` the BASE's
-    rendered objects (None: unknown), which give `previousPodTemplates` (`template_facts`);
+    `settings` is the head's fleet (the change judged); `previous_weight` the deployed Ascend
+    weights, {service: weight in %} ({} on a first deploy, when only 0 or the first ladder
+    step may be deployed); `base` the BASE stack's fleet (None on a first deploy), whose
+    facts (and the levels in `ENFORCEMENT`) are the judged ones unless `owner_approved`;
+    `base_objects` the BASE's rendered objects (None: unknown), which give
+    `previousPodTemplates` (`template_facts`);
     `envelope` the changes of the safety envelope (None: not computed, so policy
     `safety-envelope-unchanged` fails closed); `owner_approved` whether the code host reports
     the owners' approval.
 
-    A fleet (`Fleet`, declared `services`) gets its per-service facts under `services`
-    (`fleet_facts`); `previous_weight` is then {service: weight}. A single-service stack's
-    config is as it always was.
+    This is the one place the pack's two config shapes are made: a declared fleet gets its
+    per-service facts under `services` (`fleet_facts`), a single-service stack's config is as
+    it always was (`settings_facts`, `previousWeight` one number: `single_weight`).
     """
-    head_fleet = as_fleet(settings)
-    base_fleet = as_fleet(base) if base is not None else None
+    head_fleet, base_fleet = settings, base
     judged_fleet = head_fleet if base_fleet is None or owner_approved else base_fleet
     judged = judged_fleet.first
     if head_fleet.declared or (base_fleet is not None and base_fleet.declared):
-        previous = previous_weight if isinstance(previous_weight, Mapping) else {}
-        facts = fleet_facts(judged_fleet, head_fleet, previous, base_fleet)
+        facts = fleet_facts(judged_fleet, head_fleet, previous_weight, base_fleet)
     else:
-        single = previous_weight if not isinstance(previous_weight, Mapping) else None
+        single = single_weight(previous_weight)
         facts = settings_facts(judged, single, base_fleet.first if base_fleet else None)
     if envelope is not None:
         facts["envelopeChanges"] = [change.as_fact() for change in envelope]

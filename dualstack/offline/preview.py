@@ -11,7 +11,7 @@ and a unified diff.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,21 +36,16 @@ from dualstack.repo.stackfile import read_config
 @dataclass(frozen=True)
 class Side:
     """A stack as rendered: one service's settings (read by the running code), the objects
-    of every service, and the fleet (None: the stack's one service, `settings`)."""
+    of every service, and the stack's fleet (a single-service stack's: a fleet of one)."""
 
     settings: Settings
     objects: list[dict[str, Any]]
-    fleet: Fleet | None = None
-
-    @property
-    def judged(self) -> Fleet | Settings:
-        """What the pack's facts are computed from: the fleet, else the one service."""
-        return self.fleet if self.fleet is not None else self.settings
+    fleet: Fleet
 
     @property
     def members(self) -> list[Settings]:
         """Every service's settings, in stack-file order."""
-        return list(self.fleet) if self.fleet is not None else [self.settings]
+        return list(self.fleet)
 
 
 def side_of(fleet: Fleet, objects: list[dict[str, Any]], service: str | None = None) -> Side:
@@ -117,12 +112,13 @@ class Preview:
 
 def check_policies(
     side: Side,
-    previous_weight: int | None,
+    previous_weights: Mapping[str, int],
     stack: str,
-    base: Settings,
+    base: Fleet,
     base_objects: list[dict[str, Any]] | None = None,
 ) -> list[PolicyResult]:
-    """The running code's pack over `side` with `base`'s facts (and its rendered objects: the
+    """The running code's pack over `side` with `base`'s facts, the deployed weights
+    `previous_weights` ({service: weight in %}) and `base`'s rendered objects (the
     deployed pod templates, so `pool-capacity` counts no surge for a Deployment that only
     scales; None: unknown, every one surges) and an empty envelope.
 
@@ -133,7 +129,7 @@ def check_policies(
     from dualstack.offline.policy_config import pack_config
     from dualstack.offline.policy_run import run_policies
 
-    config = pack_config(side.judged, previous_weight, base, base_objects, envelope=())
+    config = pack_config(side.fleet, previous_weights, base, base_objects, envelope=())
     return run_policies(side.objects, config, stack)
 
 

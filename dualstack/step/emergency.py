@@ -13,7 +13,6 @@ at once but is overwritten by the next GitOps apply unless the same change lands
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
 from types import ModuleType
 
 from components import resource_names as names
@@ -58,16 +57,11 @@ def prometheus_rule_urn(stack: str, member: str | None = None) -> str:
     return urn(stack, types, names.child(monitoring, names.RULES))
 
 
-def _members(settings: Fleet | Settings) -> Mapping[str, Settings]:
-    """A fleet's members by name, or one service's settings as the only member."""
-    return settings.members if isinstance(settings, Fleet) else {settings.name: settings}
-
-
-def moved_services(before: Fleet | Settings, after: Fleet | Settings) -> list[str]:
+def moved_services(before: Fleet, after: Fleet) -> list[str]:
     """The services whose weight differs between `before` and `after` (a service new in
     `after` counts as moved); every service when none moved (a rollback that re-applies the
     split as it is)."""
-    old, new = _members(before), _members(after)
+    old, new = before.members, after.members
     moved = [
         name
         for name, settings in new.items()
@@ -76,10 +70,11 @@ def moved_services(before: Fleet | Settings, after: Fleet | Settings) -> list[st
     return moved or list(new)
 
 
-def weight_targets(before: Fleet | Settings, after: Fleet | Settings, stack: str) -> list[str]:
+def weight_targets(before: Fleet, after: Fleet, stack: str) -> list[str]:
     """Every object whose content depends on the weight, in apply order: the one definition
     the emergency rollback (`dualstack rollback`, `dualstack ci rollback-targets` and the
-    pipelines) targets. `before` / `after` are one service's settings or a fleet's.
+    pipelines) targets. `before` / `after` are the stack's fleet (a single-service stack's:
+    a fleet of one).
 
     For each service whose weight moves (`moved_services`; every one when none does):
     [NVIDIA's Deployment, only when the change needs more NVIDIA pods (capacity first: Pulumi
@@ -89,7 +84,7 @@ def weight_targets(before: Fleet | Settings, after: Fleet | Settings, stack: str
     weight stays is not targeted: a targeted `up` of it would roll out whatever of it is
     merged but not deployed.
     """
-    old, new = _members(before), _members(after)
+    old, new = before.members, after.members
     services = [new[name] for name in moved_services(before, after)]
     grow = [
         deployment_urn(stack, "nvidia", s.member)
@@ -101,7 +96,7 @@ def weight_targets(before: Fleet | Settings, after: Fleet | Settings, stack: str
     return [*grow, *traffic, *rules]
 
 
-def targeted_up(before: Fleet | Settings, after: Fleet | Settings, stack: str) -> str:
+def targeted_up(before: Fleet, after: Fleet, stack: str) -> str:
     """`pulumi up --stack S --target ...` over `weight_targets(before, after, stack)`."""
     flags = " ".join(f"--target {shlex.quote(t)}" for t in weight_targets(before, after, stack))
     return f"pulumi up --stack {shlex.quote(stack)} {flags}"
@@ -122,10 +117,10 @@ def scale_command(settings: Settings, hardware: Hardware) -> str:
     return f"kubectl -n {settings.namespace} scale deployment {name} --replicas={replicas}"
 
 
-def instructions(before: Fleet | Settings, after: Fleet | Settings, stack: str) -> list[str]:
+def instructions(before: Fleet, after: Fleet, stack: str) -> list[str]:
     """The rollback SOP as lines: targeted apply, landing the change, break-glass caveat (one
     `kubectl patch` per moved service of a fleet, after scaling up each NVIDIA that grows)."""
-    old, new = _members(before), _members(after)
+    old, new = before.members, after.members
     moved = [new[name] for name in moved_services(before, after)]
     grows = [s for s in moved if _nvidia_grows(old.get(s.name, s), s)]
     lines = [
@@ -146,10 +141,10 @@ def instructions(before: Fleet | Settings, after: Fleet | Settings, stack: str) 
     return lines
 
 
-def break_glass_lines(before: Fleet | Settings, after: Fleet | Settings, stack: str) -> list[str]:
+def break_glass_lines(before: Fleet, after: Fleet, stack: str) -> list[str]:
     """The break-glass `kubectl patch` lines of `instructions` (one per traffic object of each
     moved service)."""
-    new = _members(after)
+    new = after.members
     moved = [new[name] for name in moved_services(before, after)]
     return [f"  {patch}" for settings in moved for patch in break_glass_patches(settings)]
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,8 +41,7 @@ from dualstack.errors import UsageError
 from dualstack.pulumi_cli import (
     PulumiCliError,
     StackOutputError,
-    read_deployed_weight,
-    read_deployed_weights,
+    read_fleet_weights,
     run_pulumi,
 )
 from dualstack.repo.changes import deploy_order
@@ -283,38 +282,37 @@ def stop_update(root: Path, stack: str) -> Stopped:
 
 @dataclass(frozen=True)
 class Applied:
-    """One stack's traffic-first apply: what was stopped, the deployed weight read (None when
-    unknown; a fleet's {service: weight}), the targets, seconds from the command's start when
-    the stop and the up ended, and the up's error (None on success)."""
+    """One stack's traffic-first apply: what was stopped, the deployed weights read
+    ({service: weight in %}; a service missing from it is unknown, {} when the read failed),
+    the targets, seconds from the command's start when the stop and the up ended, and the
+    up's error (None on success)."""
 
     stack: str
     stopped: Stopped
-    deployed: int | dict[str, int] | None
+    deployed: dict[str, int]
     targets: list[str]
     stopped_at_s: float
     applied_at_s: float
     error: str | None = None
 
 
-def cluster_side(plan: StackRollback, deployed: int | dict[str, int] | None) -> Fleet:
+def cluster_side(plan: StackRollback, deployed: Mapping[str, int]) -> Fleet:
     """The stack as the cluster may hold it: each rolled-back service at the higher of git's
-    and its deployed weight (`deployed`: one number, or a fleet's {service: weight}), the
-    ladder's top when that is unknown (NVIDIA may be scaled down)."""
+    and its deployed weight (`deployed`: {service: weight in %}), the ladder's top when that
+    is unknown (missing: NVIDIA may be scaled down)."""
     top = max(plan.before.ladder)
     weights = {}
     for old, _new in plan.moves():
-        known = deployed.get(old.name) if isinstance(deployed, dict) else deployed
-        weights[old.name] = max(old.ascend_weight, top if known is None else known)
+        weights[old.name] = max(old.ascend_weight, deployed.get(old.name, top))
     return load_fleet(config_with_weights(plan.config, weights))
 
 
-def targets_for(plan: StackRollback, deployed: int | dict[str, int] | None) -> list[str]:
+def targets_for(plan: StackRollback, deployed: Mapping[str, int]) -> list[str]:
     """`weight_targets` from the cluster's side (`cluster_side`) to the rolled-back services
-    (only theirs: a fleet member not rolled back is not targeted)."""
+    (only theirs: a fleet member not rolled back is not targeted); `deployed` as there."""
     cluster = cluster_side(plan, deployed)
-    before = Fleet({n: cluster.members[n] for n in plan.services}, cluster.declared)
-    after = Fleet({n: plan.fleet_after.members[n] for n in plan.services}, cluster.declared)
-    return weight_targets(before, after, plan.stack)
+    after = plan.fleet_after.only(plan.services)
+    return weight_targets(cluster.only(plan.services), after, plan.stack)
 
 
 def traffic_first(
@@ -327,7 +325,7 @@ def traffic_first(
     """
     with ThreadPoolExecutor(max_workers=2) as pool:
         stopping = pool.submit(stop_update, root, plan.stack)
-        reading = pool.submit(_deployed, root, plan.stack, plan.fleet_before.declared)
+        reading = pool.submit(_deployed, root, plan.stack, plan.fleet_before)
         stopped, deployed = stopping.result(), reading.result()
     stopped_at = clock() - started
     targets = targets_for(plan, deployed)
@@ -339,13 +337,12 @@ def traffic_first(
     return Applied(plan.stack, stopped, deployed, targets, stopped_at, clock() - started, error)
 
 
-def _deployed(root: Path, stack: str, fleet: bool = False) -> int | dict[str, int] | None:
+def _deployed(root: Path, stack: str, fleet: Fleet) -> dict[str, int]:
+    """The deployed weights of `fleet`'s stack; {} when they cannot be read."""
     try:
-        if fleet:
-            return read_deployed_weights(root, stack, timeout=CANCEL_TIMEOUT_S)
-        return read_deployed_weight(root, stack, timeout=CANCEL_TIMEOUT_S)
+        return read_fleet_weights(root, stack, fleet, timeout=CANCEL_TIMEOUT_S)
     except StackOutputError:
-        return None
+        return {}
 
 
 def apply_fleet(

@@ -162,15 +162,15 @@ def test_bad_config_registers_nothing(run_stack) -> None:
 
 
 def test_exports_name_what_a_reviewer_needs(run_stack) -> None:
-    from components.settings import load_settings
+    from components.settings import load_fleet
     from components.stack import DualStackInference, exports
 
     captured = {}
 
     @pulumi.runtime.test
     def build():
-        settings = load_settings(cfg(ascendWeight="20"))
-        values = exports(settings, DualStackInference("inference", settings))
+        fleet = load_fleet(cfg(ascendWeight="20"))  # a single-service stack: a fleet of one
+        values = exports(fleet, DualStackInference("inference", fleet))
         return pulumi.Output.all(
             **{k: pulumi.Output.from_input(v) for k, v in values.items()}
         ).apply(captured.update)

@@ -15,6 +15,7 @@ from dualstack.offline.policy_run import run_policies
 from dualstack.offline.render import render_fleet
 from policies.disruption import MIN_SERVING_REPLICAS, Budget
 from tests.conftest import cfg, find, fleet_config
+from tests.support.pack_config import single_pack_config
 from tests.support.policy_objects import (
     NOT_APPLICABLE,
     NVIDIA_IMAGE,
@@ -72,7 +73,7 @@ def test_the_article_stack_keeps_a_ready_pod_at_every_rung(weight: int) -> None:
     assert (
         find(objects, "PodDisruptionBudget", "inference-green-pdb")["spec"]["maxUnavailable"] == 1
     )
-    config = pack_config(settings.first, weight, settings.first, objects, envelope=())
+    config = single_pack_config(settings.first, weight, settings.first, objects, envelope=())
     result = next(r for r in run_policies(objects, config, "prod") if r.policy == POLICY)
     assert (result.outcome, result.message) == ("pass", "")
 

@@ -12,9 +12,9 @@ import copy
 
 import pytest
 
-from dualstack.offline.policy_config import pack_config
 from dualstack.offline.policy_run import run_policies
 from tests.conftest import cfg
+from tests.support.pack_config import single_pack_config
 from tests.support.policy_objects import (
     ASCEND_IMAGE,
     HOST,
@@ -370,7 +370,9 @@ def judged_render(render_objects, base_config, head_config, approved=False) -> d
 
     base, head = load_settings(base_config), load_settings(head_config)
     envelope = config_changes(base_config, head_config, base, head)
-    config = pack_config(head, base.ascend_weight, base, envelope=envelope, owner_approved=approved)
+    config = single_pack_config(
+        head, base.ascend_weight, base, envelope=envelope, owner_approved=approved
+    )
     results = run_policies(render_objects(head_config), config)
     return {r.policy: r.message for r in results if r.outcome == "violation"}
 

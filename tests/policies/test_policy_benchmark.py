@@ -7,11 +7,11 @@ import copy
 import pytest
 
 from components.settings import load_settings
-from dualstack.offline.policy_config import pack_config
 from dualstack.offline.policy_run import run_policies
 from policies import POLICIES
 from tests.conftest import cfg
 from tests.conftest import find as find_object
+from tests.support.pack_config import single_pack_config
 
 STACK_SIZE = 1_000
 CONFIG = cfg(ascendWeight="20", verifiedAscendImage="registry/inference-service:v1.2.3-npu")
@@ -57,7 +57,7 @@ def test_all_policies_over_1000_resources(benchmark, render_objects):
     objects += [filler(i, template) for i in range(STACK_SIZE - len(objects))]
     assert len(objects) == STACK_SIZE
     settings = load_settings(CONFIG)
-    config = pack_config(settings, previous_weight=5, base=settings, envelope=())
+    config = single_pack_config(settings, previous_weight=5, base=settings, envelope=())
 
     results = benchmark(run_policies, objects, config, "bench")
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from components.settings import load_settings
+from components.settings import load_fleet
 from dualstack.offline.envelope import (
     EnvelopeChange,
     config_changes,
@@ -46,7 +46,7 @@ def test_the_step_facts_are_no_envelope_change():
         ascend={"image": "registry/inference-service:v1.2.4-npu"},
     )
     assert config_changes(base, head) == []
-    assert config_changes(base, head, load_settings(base), load_settings(head)) == []
+    assert config_changes(base, head, load_fleet(base), load_fleet(head)) == []
 
 
 def test_values_compare_as_pulumi_config_stores_them():
@@ -62,7 +62,7 @@ def test_values_compare_as_pulumi_config_stores_them():
 def test_as_written_and_as_resolved():
     base, head = cfg(ascendWeight="5"), cfg(ascendWeight="5", capacity={"totalReplicas": 4})
     assert describe(config_changes(base, head)) == ["capacity.totalReplicas: (unset) -> 4"]
-    resolved = config_changes(base, head, load_settings(base), load_settings(head))
+    resolved = config_changes(base, head, load_fleet(base), load_fleet(head))
     assert resolved == []  # an explicit default changes nothing
 
 
@@ -73,7 +73,7 @@ def test_every_other_key_is_a_fact_with_its_kind():
         "kubernetes:context": "other",
         **cfg(ascend={"pool": {"acceleratorsPerNode": 16}}),
     }
-    changes = config_changes(base, head, load_settings(base), load_settings(head))
+    changes = config_changes(base, head, load_fleet(base), load_fleet(head))
     assert [(c.fact, c.before, c.after, c.kind) for c in changes] == [
         ("ascend.pool.acceleratorsPerNode", "8", "16", "config"),
         (
@@ -87,7 +87,7 @@ def test_every_other_key_is_a_fact_with_its_kind():
 
 
 def resolved_changes(base, head):
-    return describe(config_changes(base, head, load_settings(base), load_settings(head)))
+    return describe(config_changes(base, head, load_fleet(base), load_fleet(head)))
 
 
 def test_the_routing_keys_are_envelope_facts():
@@ -216,7 +216,7 @@ def test_an_existing_stack_lists_its_resolved_config_changes_then_the_files():
     base = cfg(ascendWeight="5")
     head = cfg(ascendWeight="20", bakeTime="24h", capacity={"totalReplicas": 2})
     files = [EnvelopeChange("dualstack/cli.py", "at base", "modified", "file")]
-    settings = (load_settings(base), load_settings(head))
+    settings = (load_fleet(base), load_fleet(head))
     assert describe(envelope_changes(base, head, files, "prod", settings)) == [
         "capacity.totalReplicas: 4 -> 2",
         "file dualstack/cli.py: at base -> modified",
@@ -309,7 +309,7 @@ def test_settings_for_one_side_only_compare_as_written():
     """Both sides are resolved or neither: one side's defaults against the other's written
     keys would list every default as a change."""
     base, head = cfg(ascendWeight="5"), cfg(ascendWeight="5", capacity={"totalReplicas": 4})
-    for settings in ((load_settings(base), None), (None, load_settings(head))):
+    for settings in ((load_fleet(base), None), (None, load_fleet(head))):
         assert describe(config_changes(base, head, *settings)) == [
             "capacity.totalReplicas: (unset) -> 4"
         ]

@@ -18,19 +18,19 @@ from dualstack.offline.policy_config import (
     ENFORCEMENT,
     FLEET_ONLY,
     NOT_FROM_SETTINGS,
-    pack_config,
 )
 from dualstack.pulumi_cli import StackOutputError, parse_weight, read_deployed_weight
 from policies import POLICIES
 from policies.supply_chain import VERIFIED_IMAGE_ANNOTATION as PACK_ANNOTATION
 from tests.conftest import cfg, find, git
+from tests.support.pack_config import single_pack_config
 
 DEFAULTS = load_settings(cfg(ascendWeight="5"))
 
 
 def test_each_policy_gets_exactly_its_schema_keys():
     settings = load_settings(cfg(ascendWeight="5", policy={"maxStep": 20}))
-    config = pack_config(settings, 5, base=settings, base_objects=[], envelope=())
+    config = single_pack_config(settings, 5, base=settings, base_objects=[], envelope=())
     for policy in POLICIES:
         declared = set(policy.config_schema.properties) if policy.config_schema else set()
         expected = declared - NOT_FROM_SETTINGS - FLEET_ONLY
@@ -42,7 +42,7 @@ def test_each_policy_gets_exactly_its_schema_keys():
 
 def test_pack_defaults_equal_the_settings_defaults():
     """With no config the pack judges like the default stack: each schema default = setting."""
-    config = pack_config(DEFAULTS, None)
+    config = single_pack_config(DEFAULTS, None)
     compared = 0
     for policy in POLICIES:
         for key, schema in (
@@ -60,17 +60,19 @@ def test_digest_pinning_is_advisory_unless_the_base_requires_it():
     the base decides, so a change cannot switch the rule off for itself."""
     required = load_settings(cfg(ascendWeight="5", security={"requireImageDigests": True}))
     level = "enforcementLevel"
-    assert pack_config(DEFAULTS, 5)["images-pinned-by-digest"] == {level: "advisory"}
-    assert pack_config(required, 5)["images-pinned-by-digest"] == {level: "mandatory"}
-    assert pack_config(DEFAULTS, 5, base=required)["images-pinned-by-digest"][level] == (
+    assert single_pack_config(DEFAULTS, 5)["images-pinned-by-digest"] == {level: "advisory"}
+    assert single_pack_config(required, 5)["images-pinned-by-digest"] == {level: "mandatory"}
+    assert single_pack_config(DEFAULTS, 5, base=required)["images-pinned-by-digest"][level] == (
         "mandatory"
     )
-    assert pack_config(required, 5, base=DEFAULTS)["images-pinned-by-digest"][level] == ("advisory")
+    assert single_pack_config(required, 5, base=DEFAULTS)["images-pinned-by-digest"][level] == (
+        "advisory"
+    )
 
 
 def test_route_weights_config_comes_from_the_program():
     """`route-weights-valid` checks the split the program emits: both subsets, summing to 100."""
-    config = pack_config(DEFAULTS, 5)
+    config = single_pack_config(DEFAULTS, 5)
     assert config["route-weights-valid"] == {
         "totalWeight": 100,
         "nvidiaSubset": "nvidia",
@@ -82,7 +84,7 @@ def test_route_weights_config_comes_from_the_program():
 
 def test_first_deploy_and_max_step():
     settings = load_settings(cfg(ascendWeight="5", policy={"maxStep": 10}))
-    config = pack_config(settings, None)
+    config = single_pack_config(settings, None)
     assert "previousWeight" not in config["no-unsafe-weight-jump"]
     assert config["no-unsafe-weight-jump"]["maxStep"] == 10
 
@@ -91,20 +93,20 @@ def test_step_limit_comes_from_the_base_not_the_head():
     """A head that widens the ladder or maxStep does not widen the step it is judged by."""
     base = load_settings(cfg(ascendWeight="5"))
     head = load_settings(cfg(ascendWeight="100", ladder=[0, 5, 100], policy={"maxStep": 100}))
-    config = pack_config(head, 5, base)
+    config = single_pack_config(head, 5, base)
     assert config["no-unsafe-weight-jump"]["ladder"] == [0, 5, 20, 50, 80, 100]
     assert "maxStep" not in config["no-unsafe-weight-jump"]
     assert config["ascend-weight-on-ladder"]["ladder"] == [0, 5, 20, 50, 80, 100]
-    approved = pack_config(head, 5, base, owner_approved=True)  # the owners' new envelope
+    approved = single_pack_config(head, 5, base, owner_approved=True)  # the owners' new envelope
     assert approved["no-unsafe-weight-jump"]["ladder"] == [0, 5, 100]
     assert approved["safety-envelope-unchanged"]["ownerApproved"] is True
     tighter = load_settings(cfg(ascendWeight="5", policy={"maxStep": 10}))
-    assert pack_config(head, 5, tighter)["no-unsafe-weight-jump"]["maxStep"] == 10
+    assert single_pack_config(head, 5, tighter)["no-unsafe-weight-jump"]["maxStep"] == 10
 
 
 def test_without_a_base_the_step_limit_is_the_stack_file_s():
     head = load_settings(cfg(ascendWeight="5", ladder=[0, 5, 100], policy={"maxStep": 100}))
-    config = pack_config(head, None)
+    config = single_pack_config(head, None)
     assert config["no-unsafe-weight-jump"]["ladder"] == [0, 5, 100]
     assert config["no-unsafe-weight-jump"]["maxStep"] == 100
     assert "previousAscendImage" not in config["precision-verified-before-promotion"]
@@ -119,7 +121,7 @@ def test_previous_ascend_image_comes_from_the_base():
             nvidia={"image": "registry/inference-service:v9.9.9-cuda"},
         )
     )
-    config = pack_config(head, 50, base)["precision-verified-before-promotion"]
+    config = single_pack_config(head, 50, base)["precision-verified-before-promotion"]
     assert config["previousAscendImage"] == "registry/inference-service:v1.2.3-npu"
     assert config["previousWeight"] == 50
 
@@ -133,7 +135,7 @@ def test_pool_sizes_come_from_the_pools_settings():
             "acceleratorsPerNode": 16,
         }
     }
-    config = pack_config(load_settings(cfg(ascendWeight="5", ascend=ascend)), 5)
+    config = single_pack_config(load_settings(cfg(ascendWeight="5", ascend=ascend)), 5)
     assert config["pool-capacity"] == {
         "poolSizes": {
             "nvidia": {"nodes": 3, "acceleratorsPerNode": 8},

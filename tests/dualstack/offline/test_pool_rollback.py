@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 
-from dualstack.offline.policy_config import pack_config, template_facts
+from dualstack.offline.policy_config import template_facts
 from dualstack.offline.policy_run import PolicyResult, blocking, run_policies
 from dualstack.offline.render import render
 from dualstack.repo.stackfile import set_config_values
 from tests.conftest import cfg
 from tests.support.migration_helpers import _identity, dualstack, weight  # noqa: F401
+from tests.support.pack_config import single_pack_config
 
 VERIFIED = "registry/inference-service:v1.2.3-npu"
 SHRUNK_POOL = {"name": "nvidia", "nodes": ["nvidia-01"], "acceleratorsPerNode": 4}
@@ -42,7 +43,7 @@ def judged(head: dict[str, Any], base: dict[str, Any], with_templates: bool = Tr
     """The pack over the head, judged as `dualstack preview --base` judges it."""
     head_settings, head_objects = render(head, "prod")
     base_settings, base_objects = render(base, "prod")
-    config = pack_config(
+    config = single_pack_config(
         head_settings,
         base_settings.ascend_weight,
         base_settings,

@@ -18,10 +18,10 @@ import components.routers.istio
 from components.naming import direct_service_name, service_host
 from components.settings import Settings
 from dualstack.cli import main
-from dualstack.offline.policy_config import pack_config
 from dualstack.offline.policy_run import PolicyResult, blocking, run_policies
 from dualstack.offline.render import render
 from tests.conftest import cfg
+from tests.support.pack_config import single_pack_config
 
 VERIFIED = "registry/inference-service:v1.2.3-npu"
 RUNGS = (0, 5, 20, 50, 80, 100)
@@ -38,7 +38,7 @@ def judged(weight: int, previous: int | None) -> list[PolicyResult]:
     change)."""
     head_settings, head_objects = render(stack_config(weight), "prod")
     base_settings = render(stack_config(previous), "prod")[0] if previous is not None else None
-    config = pack_config(head_settings, previous, base_settings, envelope=())
+    config = single_pack_config(head_settings, previous, base_settings, envelope=())
     return run_policies(head_objects, config, "prod")
 
 

@@ -8,7 +8,7 @@ import shlex
 import pytest
 
 from components.routers import gateway_api, istio
-from components.settings import load_settings
+from components.settings import Fleet, load_fleet, load_settings
 from dualstack.step.emergency import (
     break_glass_patches,
     deployment_urn,
@@ -53,15 +53,15 @@ def test_urns_name_resources_the_program_registers(run_stack, api_version):
 
 
 def test_targeted_up_adds_nvidia_only_when_it_must_grow():
-    at_100 = load_settings(cfg(ascendWeight="100"))
-    at_50 = load_settings(cfg(ascendWeight="50"))
-    at_0 = load_settings(cfg(ascendWeight="0"))
+    at_100 = load_fleet(cfg(ascendWeight="100"))
+    at_50 = load_fleet(cfg(ascendWeight="50"))
+    at_0 = load_fleet(cfg(ascendWeight="0"))
     assert "--target" in targeted_up(at_50, at_0, "prod")
     # the VirtualService, then the PrometheusRule recording the weight
     assert targeted_up(at_50, at_0, "prod").count("--target") == 2
     assert targeted_up(at_100, at_0, "prod").count("--target") == 3
     assert targeted_up(at_50, at_0, "prod").endswith("PrometheusRule::inference-monitoring-rules'")
-    no_monitoring = load_settings(cfg(ascendWeight="0", monitoring={"enabled": False}))
+    no_monitoring = load_fleet(cfg(ascendWeight="0", monitoring={"enabled": False}))
     assert targeted_up(at_50, no_monitoring, "prod").count("--target") == 1
     steps = instructions(at_100, at_0, "prod")
     assert any("rollout status deployment inference-blue" in line for line in steps)
@@ -87,7 +87,7 @@ def test_the_httproute_urn_names_the_registered_route(run_stack):
 def test_gateway_api_rollback_targets_the_httproute_not_a_virtual_service():
     at_50 = load_settings(cfg(ascendWeight="50", **GATEWAY_API))
     at_0 = load_settings(cfg(ascendWeight="0", **GATEWAY_API))
-    command = targeted_up(at_50, at_0, "prod")
+    command = targeted_up(Fleet.of(at_50), Fleet.of(at_0), "prod")
     assert command.count("--target") == 2
     assert ":HTTPRoute::inference-traffic-http-route" in command
     assert "VirtualService" not in command
@@ -103,7 +103,7 @@ def test_cut_over_with_classic_gateways_targets_both_route_objects():
     config = dict(ascendWeight="0", istio={"gateways": ["istio-system/public"]}, **GATEWAY_API)
     after = load_settings(cfg(**config))
     before = load_settings(cfg(**{**config, "ascendWeight": "20"}))
-    command = targeted_up(before, after, "prod")
+    command = targeted_up(Fleet.of(before), Fleet.of(after), "prod")
     assert ":HTTPRoute::" in command and ":VirtualService::" in command
     assert len(break_glass_patches(after)) == 2
 
@@ -151,7 +151,7 @@ def test_rollback_from_full_ascend_scales_nvidia_first_then_moves_traffic():
     # 4 pods in all; at 100% Ascend one NVIDIA pod is kept (retiredNvidiaReplicas 1), at 0%
     # NVIDIA needs all 4 back before it takes the traffic.
     before, after = load_settings(cfg(ascendWeight="100")), load_settings(cfg(ascendWeight="0"))
-    assert instructions(before, after, "prod") == [
+    assert instructions(Fleet.of(before), Fleet.of(after), "prod") == [
         "Fastest safe path (applies only the traffic split, after scaling NVIDIA back up):",
         f"  pulumi up --stack prod --target '{NVIDIA_URN}' --target '{VS_URN}' "
         f"--target '{RULE_URN}'",
@@ -167,7 +167,7 @@ def test_rollback_from_full_ascend_scales_nvidia_first_then_moves_traffic():
 def test_rollback_that_keeps_nvidia_at_its_size_only_moves_traffic():
     # 50% -> 20%: NVIDIA runs 4 pods at both weights (full capacity while Ascend is partial).
     before, after = load_settings(cfg(ascendWeight="50")), load_settings(cfg(ascendWeight="20"))
-    assert instructions(before, after, "prod") == [
+    assert instructions(Fleet.of(before), Fleet.of(after), "prod") == [
         "Fastest safe path (applies only the traffic split):",
         f"  pulumi up --stack prod --target '{VS_URN}' --target '{RULE_URN}'",
         LAND,

@@ -186,7 +186,7 @@ def test_gateway_api_without_tester_pins_patches_the_first_rule():
 def test_single_service_break_glass_lines_cut_over_patch_the_httproute_then_the_vs():
     keys = {"router": "gateway-api", "istio": {"gateways": ["istio-system/public"]}}
     before, after = single(20, **keys), single(0, **keys)
-    assert break_glass_lines(before, after, "prod") == [
+    assert break_glass_lines(Fleet.of(before), Fleet.of(after), "prod") == [
         "  kubectl -n inference patch httproutes.gateway.networking.k8s.io inference-route"
         ' --type json -p \'[{"op":"test","path":"/spec/rules/2/backendRefs/0/name",'
         '"value":"inference-service-nvidia"},'
@@ -201,7 +201,7 @@ def test_single_service_break_glass_lines_cut_over_patch_the_httproute_then_the_
         '{"op":"replace","path":"/spec/http/2/route/0/weight","value":100},'
         '{"op":"replace","path":"/spec/http/2/route/1/weight","value":0}]\'',
     ]
-    assert weight_targets(before, after, "prod") == [
+    assert weight_targets(Fleet.of(before), Fleet.of(after), "prod") == [
         f"{PROD}{ROUTE}inference-traffic-http-route",
         f"{PROD}{VS}inference-traffic-virtual-service",
         f"{PROD}{RULES}inference-monitoring-rules",
@@ -211,7 +211,7 @@ def test_single_service_break_glass_lines_cut_over_patch_the_httproute_then_the_
 def test_single_service_rollback_at_unchanged_weight_still_lists_its_patch():
     # A re-apply of the split as it is: no service moved, so every service is patched.
     settings = single(20)
-    assert break_glass_lines(settings, settings, "prod") == [
+    assert break_glass_lines(Fleet.of(settings), Fleet.of(settings), "prod") == [
         "  kubectl -n inference patch virtualservices.networking.istio.io inference-vs"
         ' --type json -p \'[{"op":"test","path":"/spec/http/2/route/0/destination/subset",'
         '"value":"nvidia"},'

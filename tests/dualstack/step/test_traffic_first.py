@@ -50,7 +50,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_the_up_has_no_preview_no_refresh_and_only_the_weight_targets(repo: Path) -> None:
     plan = tf.plan_rollback(repo, "prod", 0, clamp=False)
-    assert tf.up_args("prod", tf.targets_for(plan, deployed=20), "why") == [
+    assert tf.up_args("prod", tf.targets_for(plan, {plan.before.name: 20}), "why") == [
         "up",
         "--yes",
         "--skip-preview",
@@ -82,7 +82,7 @@ def test_nvidia_goes_first_when_the_cluster_may_hold_fewer_nvidia_pods(
     set_config_values(repo, "prod", {"ascendWeight": git_weight})
     git(repo, "commit", "-q", "--allow-empty", "-am", f"prod at {git_weight}")
     plan = tf.plan_rollback(repo, "prod", 0, clamp=False)
-    targets = tf.targets_for(plan, deployed)
+    targets = tf.targets_for(plan, {} if deployed is None else {plan.before.name: deployed})
     assert targets == ([NVIDIA] if nvidia_first else []) + [VS, RULE]
 
 
@@ -134,7 +134,12 @@ def test_stop_and_deployed_weight_come_before_the_up(
     plan = tf.plan_rollback(repo, "prod", 0, clamp=False)
     tf.write_weights(repo, [plan])
     [applied] = tf.apply_fleet(repo, [plan], lambda p: "why", started=0.0, clock=lambda: 1.5)
-    assert (applied.stopped.outcome, applied.deployed, applied.error) == ("cancelled", 20, None)
+    deployed = {plan.before.name: 20}  # {service: weight}, a single-service stack too
+    assert (applied.stopped.outcome, applied.deployed, applied.error) == (
+        "cancelled",
+        deployed,
+        None,
+    )
     assert applied.targets == [VS, RULE]
     log = calls(tmp_path / "calls.jsonl", ("pulumi",))
     assert sorted(map(tuple, log[:2])) == sorted(
@@ -207,5 +212,5 @@ def test_with_gateway_api_the_emergency_up_targets_the_httproute(repo: Path) -> 
         f"{PARENT}$dualstack:index:TrafficSplit$kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
         "::inference-traffic-http-route"
     )
-    targets = tf.targets_for(plan, deployed=20)
+    targets = tf.targets_for(plan, {plan.before.name: 20})
     assert targets == [route, RULE]
