@@ -24,6 +24,7 @@ from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 from dualstack.offline.policy_run import engine_value, type_token
 from policies import POLICIES
 from tests.conftest import REPO
+from tests.support.bounded_process import spawn
 from tests.support.policy_objects import ASCEND_IMAGE, JUDGED, deployment, good_stack
 
 TIMEOUT = 20
@@ -38,7 +39,7 @@ def struct(value: dict) -> struct_pb2.Struct:
 @pytest.fixture
 def analyzer():
     """A stub connected to the running pack; the process is killed afterwards."""
-    process = subprocess.Popen(
+    process = spawn(
         [sys.executable, "-u", "-m", "pulumi.policy", "127.0.0.1:1", "."],
         cwd=REPO / "policies",
         stdout=subprocess.PIPE,

@@ -4,11 +4,8 @@ metrics push against a real Prometheus Pushgateway on 127.0.0.1."""
 from __future__ import annotations
 
 import re
-import shutil
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -20,6 +17,7 @@ from dualstack.repo.stackfile import read_config, set_config_values
 from precision_check import load_prompts
 from tests.conftest import REPO, git
 from tests.support.precision_servers import Behaviour, OpenAIServer, refused_url
+from tests.support.pushgateway_server import Unavailable, pushgateway_server
 
 FAST = ["--backoff", "0.01", "--timeout", "5", "--deadline", "20"]
 NEW_NPU = "registry/inference-service:v1.2.4-npu"
@@ -166,37 +164,15 @@ def test_verify_precision_with_an_invalid_stack_is_exit_2(stack_repo, capsys):
 # --- a real Pushgateway (Debian's prometheus-pushgateway) ---------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
-def pushgateway(tmp_path):
-    """prometheus-pushgateway on 127.0.0.1:<random port>, in memory; stopped by the test."""
-    binary = shutil.which("prometheus-pushgateway")
-    if binary is None:
-        pytest.skip("prometheus-pushgateway not installed (make tools)")
-    url = f"http://127.0.0.1:{_free_port()}"
-    process = subprocess.Popen(
-        [binary, f"--web.listen-address={url[7:]}", "--persistence.file=", "--log.level=error"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+def pushgateway():
+    """prometheus-pushgateway on 127.0.0.1:<random port>, in memory; stopped by the test and
+    bounded by the test process (tests/support/pushgateway_server.py)."""
     try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"{url}/-/ready", timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        else:
-            pytest.fail("pushgateway did not become ready in 5 s")
-        yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+        with pushgateway_server() as (url, _pid):
+            yield url
+    except Unavailable as exc:
+        pytest.skip(str(exc))
 
 
 def scraped(gateway: str, name: str) -> dict[str, float]:

@@ -16,15 +16,12 @@ fails, since there the tools are part of the contract.
 
 from __future__ import annotations
 
-import ctypes
 import itertools
 import math
 import os
 import shutil
-import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -34,8 +31,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.bounded_process import spawn, stop
+
 READY_TIMEOUT_S = 20.0
-STOP_TIMEOUT_S = 10.0
 PROMTOOL_TIMEOUT_S = 60.0
 EMPTY_CONFIG = "global:\n  evaluation_interval: 1m\nscrape_configs: []\n"
 
@@ -142,24 +140,6 @@ def _ready(url: str) -> bool:
         return False
 
 
-def _die_with_parent() -> None:
-    """In the child before exec (Linux): SIGTERM when the test process dies, so a test that is
-    killed (a mutation-testing timeout, a CI cancel) leaves no server behind. prctl(2):
-    PR_SET_PDEATHSIG = 1."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=STOP_TIMEOUT_S)
-
-
 @contextmanager
 def prometheus_server(
     tsdb: Path,
@@ -182,7 +162,7 @@ def prometheus_server(
     url = f"{'https' if secured else 'http'}://{address}"
     extra = [f"--web.config.file={web_config}"] if web_config is not None else []
     with log_path.open("w", encoding="utf-8") as log:
-        process = subprocess.Popen(
+        process = spawn(
             [
                 "prometheus",
                 f"--config.file={config}",
@@ -194,7 +174,6 @@ def prometheus_server(
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_parent,
         )
         try:
             deadline = time.monotonic() + READY_TIMEOUT_S
@@ -206,7 +185,7 @@ def prometheus_server(
                 time.sleep(0.05)
             yield url
         finally:
-            _stop(process)
+            stop(process)
 
 
 @contextmanager
