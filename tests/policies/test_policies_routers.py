@@ -14,7 +14,6 @@ import pytest
 
 from dualstack.offline.policy_run import run_policies
 from tests.conftest import cfg
-from tests.support.pack_config import single_pack_config
 from tests.support.policy_objects import (
     ASCEND_IMAGE,
     HOST,
@@ -365,14 +364,13 @@ IMAGE_CONFIG = {"verifiedAscendImage": ASCEND_IMAGE}
 def judged_render(render_objects, base_config, head_config, approved=False) -> dict[str, str]:
     """{policy: message} of the mandatory violations of the head's render, judged as the base's
     judge does: the base's facts and previous weight, the envelope between both configs."""
-    from components.settings import load_settings
+    from components.settings import load_fleet
     from dualstack.offline.envelope import config_changes
+    from dualstack.offline.policy_config import pack_config
 
-    base, head = load_settings(base_config), load_settings(head_config)
+    base, head = load_fleet(base_config), load_fleet(head_config)
     envelope = config_changes(base_config, head_config, base, head)
-    config = single_pack_config(
-        head, base.ascend_weight, base, envelope=envelope, owner_approved=approved
-    )
+    config = pack_config(head, base.weights, base, envelope=envelope, owner_approved=approved)
     results = run_policies(render_objects(head_config), config)
     return {r.policy: r.message for r in results if r.outcome == "violation"}
 
