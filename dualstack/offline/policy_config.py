@@ -202,6 +202,18 @@ def single_weight(previous: Weights) -> int | None:
     return next(iter(previous.values()), None)
 
 
+def one_service(head: Fleet, base: Fleet | None, previous: Weights) -> tuple[Fleet | None, Weights]:
+    """(base, previous weights) as the head names its service: a conversion between a stack
+    without `services` and a fleet of one (either way; one service on each side, one side
+    declared) keeps the one service, so the base's service is the head's, under the head's
+    name, with its weight (not a raise from 0, not a new service without a record) and its
+    images and verified pairs. Anything else is returned as it is."""
+    if base is None or len(head) != 1 or len(base) != 1 or head.declared == base.declared:
+        return base, previous
+    name = head.names[0]
+    return Fleet({name: base.first}, declared=base.declared), {name: previous.get(base.names[0])}
+
+
 def pack_config(
     settings: Fleet,
     previous_weight: Weights,
@@ -224,9 +236,11 @@ def pack_config(
 
     This is the one place the pack's two config shapes are made: a declared fleet gets its
     per-service facts under `services` (`fleet_facts`), a single-service stack's config is as
-    it always was (`settings_facts`, `previousWeight` one number: `single_weight`).
+    it always was (`settings_facts`, `previousWeight` one number: `single_weight`); one
+    converted to a fleet of one, or back, is judged as the same service (`one_service`).
     """
     head_fleet, base_fleet = settings, base
+    base_fleet, previous_weight = one_service(head_fleet, base_fleet, previous_weight)
     judged_fleet = head_fleet if base_fleet is None or owner_approved else base_fleet
     judged = judged_fleet.first
     if head_fleet.declared or (base_fleet is not None and base_fleet.declared):

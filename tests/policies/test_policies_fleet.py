@@ -21,7 +21,9 @@ from dualstack.offline.render import render_fleet
 from policies.pod_counts import pack
 from tests.conftest import PROJECT, fleet_config
 from tests.support.policy_objects import (
+    ASCEND_IMAGE,
     NOT_APPLICABLE,
+    NVIDIA_IMAGE,
     POLICY,
     find,
     good_stack,
@@ -349,3 +351,48 @@ def test_a_daemonset_on_the_nvidia_pool_takes_a_pod_on_every_node() -> None:
             2,
         )
     ]
+
+
+# a fleet of one (issue 28) ------------------------------------------------------------------
+
+
+def _one_service(name: str, weight: str) -> dict[str, Any]:
+    """A stack declaring `services: {name: ...}` at `weight`, the v1.2.3 pair verified."""
+    verified = [{"nvidia": NVIDIA_IMAGE, "ascend": ASCEND_IMAGE}]
+    return {SERVICES: {name: {"ascendWeight": weight, "verifiedImages": verified}}}
+
+
+@pytest.mark.parametrize("name", ["inference-service", "chat"])
+def test_a_fleet_of_one_conversion_keeps_the_base_s_weight_and_record(name) -> None:
+    """A stack without `services` becoming `services: {name: ...}` at the same weight: the
+    base's one service is the head's, with its weight (not a raise from 0) and its images."""
+    verified = [{"nvidia": NVIDIA_IMAGE, "ascend": ASCEND_IMAGE}]
+    base = render_fleet(
+        {f"{PROJECT}:ascendWeight": "50", f"{PROJECT}:verifiedImages": verified}, "prod"
+    )
+    head_fleet, head_objects = render_fleet(_one_service(name, "50"), "prod")
+    config = pack_config(head_fleet, base[0].weights, *base, envelope=())
+    member = config["no-unsafe-weight-jump"]["services"][name]
+    assert member["previousWeight"] == 50
+    assert config["precision-verified-before-promotion"]["services"][name]["previousImages"] == {
+        "nvidia": NVIDIA_IMAGE,
+        "ascend": ASCEND_IMAGE,
+    }
+    assert {r.policy: r.message for r in blocking(run_policies(head_objects, config))} == {}
+    # and back: a fleet of one becoming a stack without `services`
+    back = {f"{PROJECT}:ascendWeight": "50", f"{PROJECT}:verifiedImages": verified}
+    single_fleet, single_objects = render_fleet(back, "prod")
+    base_fleet, base_objects = render_fleet(_one_service(name, "50"), "prod")
+    config = pack_config(single_fleet, {name: 50}, base_fleet, base_objects, envelope=())
+    assert {r.policy: r.message for r in blocking(run_policies(single_objects, config))} == {}
+
+
+def test_a_fleet_of_one_raised_in_the_conversion_is_still_a_raise() -> None:
+    verified = [{"nvidia": NVIDIA_IMAGE, "ascend": ASCEND_IMAGE}]
+    base = render_fleet(
+        {f"{PROJECT}:ascendWeight": "20", f"{PROJECT}:verifiedImages": verified}, "prod"
+    )
+    head_fleet, head_objects = render_fleet(_one_service("chat", "80"), "prod")
+    config = pack_config(head_fleet, base[0].weights, *base, envelope=())
+    found = {r.policy: r.message for r in blocking(run_policies(head_objects, config))}
+    assert "raises the Ascend weight from 20% to 80%" in found["no-unsafe-weight-jump"]
