@@ -19,7 +19,8 @@ from dualstack.commands.machine import (
 from dualstack.commands.output_paths import check_output_file
 from dualstack.commands.stacks import add_service_argument, add_stack_argument, every_stack
 from dualstack.errors import EXIT_FAILED, EXIT_OK, UsageError
-from dualstack.offline.judge_client import base_judge, resolve_base
+from dualstack.offline.code_identity import running_code_is
+from dualstack.offline.judge_client import base_judge, resolve_base, run_base_cli
 from dualstack.repo.baseref import default_base
 from dualstack.repo.stack_config import find_root, load_stack_config
 
@@ -124,10 +125,48 @@ def _previews(args: argparse.Namespace, root: Path) -> list[Any]:
     return previews
 
 
+def _base_cli_argv(args: argparse.Namespace, root: Path) -> list[str]:
+    """`preview --head ROOT ...` for the base's CLI: this run's stacks (the head's), approval,
+    service and output options; paths absolute (the base's CLI runs in its own worktree)."""
+    argv = ["preview", "--head", str(root.resolve())]
+    for stack in every_stack(root, args.stack):
+        argv += ["--stack", stack]
+    if args.owner_approved:
+        argv.append("--owner-approved")
+    if args.service is not None:
+        argv += ["--service", args.service]
+    argv += ["--output-format", args.output_format]
+    if args.json_file is not None:
+        argv += ["--json-file", str(args.json_file.resolve())]
+    return argv
+
+
+def _base_decides(args: argparse.Namespace, root: Path) -> int | None:
+    """The base's own CLI's exit code for this preview when the base's code is not the
+    running code (`judge_client.run_base_cli`: the base renders, judges, prints and sets the
+    code), None when this process judges: `--head` (this is the base's checkout), `--set` /
+    `--next` (a what-if of an edit not on disk, judged by the base's code through the
+    protocol) or code that is the base's file for file."""
+    if args.head is not None or args.set or args.next:
+        return None
+    ref = args.base if args.base is not None else default_base(root)
+    if ref is None:
+        from dualstack.offline.preview import require_base
+
+        require_base(ref)
+    base = resolve_base(root, ref)
+    if running_code_is(root, base.commit):
+        return None
+    return run_base_cli(root, base, _base_cli_argv(args, root))
+
+
 def run(args: argparse.Namespace) -> int:
     """Run `dualstack preview`; returns the exit code (errors propagate to `cli.main`)."""
     root = find_root(Path(args.cwd) if args.cwd else None)
     check_output_file(args.json_file, "--json-file")
+    decided = _base_decides(args, root)
+    if decided is not None:
+        return decided
     previews = _previews(args, root)
     from dualstack.offline.preview import format_preview
     from dualstack.offline.preview_data import preview_data

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -32,6 +33,9 @@ from dualstack.repo.worktree import temporary_worktree
 
 JUDGE_TIMEOUT_S = 300.0
 """Seconds the base's judge may take (its render, the pack over the head's objects)."""
+
+CLI_TIMEOUT_S = 900.0
+"""Seconds the base's own CLI may take for a whole `preview --head` (every stack)."""
 
 
 class BaseJudge:
@@ -159,3 +163,33 @@ def base_judge(root: Path, base: BaseRef, stack: str) -> Iterator[BaseJudge]:
             )
         finally:
             child.stop()
+
+
+def run_base_cli(root: Path, base: BaseRef, argv: list[str]) -> int:
+    """Run the BASE's own CLI, `python -m dualstack -C <worktree of base> ARGV`, in a
+    temporary worktree of `base` with that worktree alone on PYTHONPATH (`code_env`), and
+    return its exit code: what it printed is passed on as it is, and no code of the caller
+    reads or decides the verdict (`preview --base`: a head whose own preview exits 0 whatever
+    the verdict decides nothing). Exit 2 with one line when it does not finish in
+    `CLI_TIMEOUT_S`. Raises GitError when the worktree cannot be made."""
+    with temporary_worktree(root, base.commit, "dualstack-base-") as tree:
+        command = [sys.executable, "-m", "dualstack", "-C", str(tree), *argv]
+        try:
+            done = subprocess.run(
+                command,
+                cwd=tree,
+                env=code_env(tree),
+                capture_output=True,
+                text=True,
+                timeout=CLI_TIMEOUT_S,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            print(
+                f"error: the base's CLI at {base.label} did not finish within {CLI_TIMEOUT_S:g} s",
+                file=sys.stderr,
+            )
+            return 2
+    sys.stdout.write(done.stdout)
+    sys.stderr.write(done.stderr)
+    return done.returncode

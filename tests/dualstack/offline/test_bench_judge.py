@@ -60,7 +60,7 @@ def test_preview_with_the_base_worktree_against_one_cold_render(benchmark, tmp_p
         for kind in ("cold", "warm"):  # the first renders the base, the second reuses it
             wall, cpu, code, out = timed(repo, *preview)
             assert code == 1, out  # the code edit is an envelope change
-            assert "(the base's code in a temporary worktree)" in out
+            assert "Judged by the base's code and facts (this checkout)" in out
             runs[kind].append((wall, cpu))
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
     wall = {kind: statistics.median(w for w, _ in values) for kind, values in runs.items()}

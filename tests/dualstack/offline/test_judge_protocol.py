@@ -30,7 +30,7 @@ from tests.support.judge_repos import (
 )
 
 ENVELOPE = "safety-envelope-unchanged"
-WORKTREE = "Judged by the base's code and facts (the base's code in a temporary worktree)"
+WORKTREE = "Judged by the base's code and facts (this checkout)"  # the base's own CLI
 
 
 @pytest.fixture
@@ -61,6 +61,22 @@ def test_a_step_limit_edited_in_the_pack_does_not_judge(repo):
         done.stderr
     )
     assert "file policies/traffic.py: at base -> modified" in done.stdout
+
+
+def test_a_head_whose_preview_always_passes_does_not_decide(repo):
+    """Issue 28: `preview --base` runs the base's CLI and returns its exit code: a head whose
+    own preview.py exits 0 whatever the verdict still fails (and prints the base's verdict)."""
+    edit_code(
+        repo,
+        "dualstack/commands/preview.py",
+        "    return EXIT_OK if passed else EXIT_FAILED\n",
+        "    return EXIT_OK\n",
+    )
+    set_config_values(repo, "prod", {"ascendWeight": "100"})
+    done = head_preview(repo)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert failed_policies(done.stderr) == {ENVELOPE, "no-unsafe-weight-jump"}
+    assert "file dualstack/commands/preview.py: at base -> modified" in done.stdout
 
 
 def test_a_policy_made_advisory_in_the_pr_stays_mandatory(repo):
@@ -138,8 +154,9 @@ def test_a_base_without_the_protocol_stops_the_preview(repo):
     )
     commit(repo, "a base from before the judge protocol")
     git(repo, "checkout", "-q", "HEAD~1", "--", "dualstack/commands/ci.py")
-    set_config_values(repo, "prod", {"ascendWeight": "20"})
-    done = head_preview(repo)
+    # --set: a what-if the base's code judges through the protocol (without it, the base's
+    # own CLI previews the head, and judges this one: an envelope change, exit 1)
+    done = head_preview(repo, "--set", "ascendWeight=20")
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stdout == ""
     assert "has no judge protocol 1 (`dualstack ci judge`)" in done.stderr

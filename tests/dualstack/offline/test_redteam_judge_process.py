@@ -20,7 +20,7 @@ from dualstack.repo.stackfile import set_config_values
 from tests.support.judge_repos import failed_policies, make_repo, run_head
 
 ENVELOPE = "safety-envelope-unchanged"
-WORKTREE = "Judged by the base's code and facts (the base's code in a temporary worktree)"
+WORKTREE = "Judged by the base's code and facts (this checkout)"  # the base's own CLI
 
 SHADOW = """
 import os
