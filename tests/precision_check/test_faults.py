@@ -474,9 +474,10 @@ def test_hang_prompts_file(tmp_path, make):
     reader = threading.Thread(target=lambda: outcome.append(_load(path)), daemon=True)
     reader.start()
     reader.join(timeout=3)
-    if reader.is_alive() and path.name in ("prompts.jsonl", "link.jsonl"):
+    hung = reader.is_alive()
+    if hung and path.name in ("prompts.jsonl", "link.jsonl"):
         os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))  # release the blocked reader
-    assert not reader.is_alive(), "load_prompts hung"
+    assert not hung, "load_prompts hung"
     assert isinstance(outcome[0], checker.CheckError), outcome
 
 

@@ -274,10 +274,11 @@ def test_hang_http_config_file(tmp_path, make):
     reader = threading.Thread(target=load, daemon=True)
     reader.start()
     reader.join(timeout=3)
+    hung = reader.is_alive()
     for fifo in (tmp_path / "http.yml", tmp_path / "secret"):
         if reader.is_alive() and fifo.is_fifo():
             os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # release the reader
-    assert not reader.is_alive(), "load_http_config hung"
+    assert not hung, "load_http_config hung"
     assert isinstance(outcome[0], UsageError), outcome
     assert "\n" not in str(outcome[0])
 
