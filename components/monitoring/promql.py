@@ -1,4 +1,4 @@
-"""Small PromQL text builders shared by the rules and the dashboard (pure functions).
+"""Small PromQL text builders shared by the rules, the dashboard and the gate (pure functions).
 
 Quoting follows the PromQL lexer: double-quoted strings with Go escapes
 (prometheus.io/docs/prometheus/latest/querying/basics/#string-literals).
@@ -42,3 +42,14 @@ def selector(metric: str, matchers: Mapping[str, str] | Iterable[Matcher] = ()) 
             raise ValueError(f"unknown matcher operator {op!r} for label {label!r}")
         parts.append(f"{label}{op}{quote(value)}")
     return f"{metric}{{{', '.join(parts)}}}" if parts else metric
+
+
+def over_time(
+    function: str, expression: str, range_seconds: int, step_seconds: int | None = None
+) -> str:
+    """A range function over the last `range_seconds` of `expression`:
+    over_time("avg_over_time", "x", 600) -> `avg_over_time(x[600s])`; with `step_seconds` the
+    range is a subquery evaluating `expression` every step: `avg_over_time(x[600s:60s])`
+    (prometheus.io/docs/prometheus/latest/querying/basics/#subquery)."""
+    step = f":{step_seconds}s" if step_seconds is not None else ""
+    return f"{function}({expression}[{range_seconds}s{step}])"

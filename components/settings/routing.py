@@ -42,7 +42,7 @@ MAX_BAKE_SECONDS = 30 * 86400
 """The longest bake time: 30 days, within a typical Prometheus retention."""
 MIN_BAKE_SECONDS = 5 * 60
 """The shortest bake time but `0s`: 5 minutes. The gate reads the bake window in 60 s steps
-(`dualstack.gate.data.STEP_SECONDS`); a shorter window holds too few samples of the recorded
+(`dualstack.gate.query_texts.STEP_SECONDS`); a shorter window holds too few samples of the recorded
 weight to prove the rung held, and under one step its request query has no range at all."""
 _DURATION_PART = re.compile(r"(\d+)(ms|s|m|h|d|w|y)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}

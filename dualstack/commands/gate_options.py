@@ -11,8 +11,8 @@ from pathlib import Path
 from dualstack.commands.arg_types import duration, moment, number, seconds
 from dualstack.commands.output_paths import check_output_file
 from dualstack.errors import UsageError
-from dualstack.gate.criteria import parse_duration, parse_time, parse_window
 from dualstack.gate.data import DEFAULT_BOUNDS, DataBounds
+from dualstack.gate.durations import parse_duration, parse_time, parse_window
 from dualstack.gate.prometheus import NO_AUTH, PrometheusClient, check_url
 from dualstack.gate.run import GateSetup
 

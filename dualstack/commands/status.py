@@ -18,7 +18,7 @@ from dualstack.commands.gate_options import PROMETHEUS_ENV
 from dualstack.commands.machine import add_output_argument, document, emit, wants_json
 from dualstack.commands.stacks import add_service_argument, add_stack_argument, every_stack
 from dualstack.errors import EXIT_ERROR, EXIT_OK, EXIT_PENDING, UsageError
-from dualstack.gate.criteria import parse_time, parse_window
+from dualstack.gate.durations import parse_time, parse_window
 from dualstack.gate.prometheus import PrometheusClient, PrometheusError, check_url
 from dualstack.gate.promotion import traffic_status
 from dualstack.pulumi_cli import Deployed, deployed_weight, deployed_weights

@@ -21,25 +21,24 @@ from __future__ import annotations
 
 import math
 
-from components.monitoring.metric_names import ASCEND_MIRROR, ASCEND_WEIGHT, REQUEST_RATE
-from components.monitoring.promql import number, selector
+from components.monitoring.metric_names import ASCEND_MIRROR, ASCEND_WEIGHT
 from components.monitoring.rules import scope_labels
 from components.settings import Settings
 from components.settings.routing import duration_seconds
-from dualstack.gate.criteria import Criterion, Status, count, parse_duration, read, series
-from dualstack.gate.data import (
-    STEP_SECONDS,
-    DataBounds,
-    Scope,
-    data_problem,
-    duration_text,
-    scope_of,
-)
+from dualstack.gate.criteria import Criterion, Status
+from dualstack.gate.data import DataBounds, data_problem, duration_text
 from dualstack.gate.prometheus import PrometheusClient
+from dualstack.gate.query_texts import (
+    STEP_SECONDS,
+    Scope,
+    first_sample_query,
+    last_other_query,
+    request_count_query,
+    service_series,
+    slot_seconds,
+)
+from dualstack.gate.readings import count, read
 from dualstack.gate.rung import Rung
-
-_SAME = 0.0005
-"""Two recorded ratios closer than this are the same rung (weights are whole %)."""
 
 
 def _one(client: PrometheusClient, promql: str, at: float, reduce=max) -> float | None:
@@ -63,22 +62,19 @@ def held_since(
     at least one 60 s step): after the last sample at another value, the rung holds from the
     next sample on. With rules every 3m, a change 12m ago holds for 9m, not 11m.
     """
-    s = selector(metric, scope_of(scope))
-    ratio = number(percent / 100)
-    first = _one(client, f"min_over_time(timestamp({s})[{span}s:{STEP_SECONDS}s])", at, min)
+    first = _one(client, first_sample_query(metric, scope, span), at, min)
     if first is None:
         return None, False
-    other = f"max_over_time(timestamp(abs({s} - {ratio}) > {_SAME})[{span}s:{STEP_SECONDS}s])"
-    last_other = _one(client, other, at)
+    last_other = _one(client, last_other_query(metric, scope, percent, span), at)
     if last_other is not None:
         return last_other + interval, False
     return first, first <= at - span + STEP_SECONDS
 
 
 def _requests(settings: Settings, client: PrometheusClient, hardware: str, span: int, at: float):
-    promql = f"sum_over_time({series(REQUEST_RATE, scope_labels(settings), hardware)}"
-    promql += f"[{span - STEP_SECONDS}s:{STEP_SECONDS}s]) * {STEP_SECONDS}"
-    return read(client, promql, at, "sum").value
+    return read(
+        client, request_count_query(scope_labels(settings), hardware, span), at, "sum"
+    ).value
 
 
 def bake_criterion(
@@ -115,7 +111,15 @@ def bake_criterion(
         )
     else:
         status, detail, held_text = _judge(settings, client, start, mirror, at, span, bounds)
-    return Criterion("bake", "Bake time", status, held_text or "-", "", threshold, detail)
+    return Criterion(
+        key="bake",
+        title="Bake time",
+        status=status,
+        ascend=held_text or "-",
+        nvidia="",
+        threshold=threshold,
+        detail=detail,
+    )
 
 
 def _judge(
@@ -128,7 +132,7 @@ def _judge(
     bounds: DataBounds,
 ) -> tuple[Status, str, str]:
     ns, bake = scope_labels(settings), settings.bake_time
-    slot = max(STEP_SECONDS, int(parse_duration(settings.monitoring.evaluation_interval)))
+    slot = slot_seconds(settings)
     since, whole = held_since(client, ASCEND_WEIGHT, ns, weight, at, span, slot)
     if since is None:
         return "NO_DATA", f"no recorded weight in the {bake} bake window", ""
@@ -148,7 +152,7 @@ def _judge(
             f"time is {bake}: {left} left",
             held_text,
         )
-    weight_series = selector(ASCEND_WEIGHT, ns)
+    weight_series = service_series(ASCEND_WEIGHT, ns)
     problem = data_problem(client, weight_series, at, span, slot, bounds)
     if problem is not None:
         return "NO_DATA", f"recorded weight over the bake window: {problem}", held_text

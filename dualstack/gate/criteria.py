@@ -21,15 +21,16 @@ traffic criteria are still shown but not required, and the first step rests on p
 An unreachable Prometheus (`PrometheusUnavailable`) or an answer that is not a Prometheus
 query result (`PrometheusError`: HTTP error, HTML page, redirect, malformed JSON) is raised:
 nothing can be judged, which is an error (exit 2), not a failed check.
+
+The queries' texts are `dualstack.gate.query_texts`'s, the measured values and their formats
+`dualstack.gate.readings`'s, and `--window` / `--at` are parsed by `dualstack.gate.durations`.
 """
 
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
 from typing import Literal
 
 from components.monitoring.metric_names import (
@@ -38,49 +39,21 @@ from components.monitoring.metric_names import (
     PRECISION_PASSED,
     REQUEST_RATE,
 )
-from components.monitoring.promql import selector
-from components.monitoring.rules import scope_labels
 from components.settings import Settings
-from dualstack.gate.data import (
-    DEFAULT_BOUNDS,
-    DataBounds,
-    Scope,
-    coverage_query,
-    judge_data,
-    newest_sample_query,
-    scope_of,
-    weight_queries,
-    weight_range,
-)
-from dualstack.gate.data import STEP_SECONDS as SLOT_SECONDS
-from dualstack.gate.prometheus import PrometheusClient, Sample, describe_value
+from dualstack.gate.data import DEFAULT_BOUNDS, DataBounds, judge_data, weight_range
+from dualstack.gate.durations import parse_window
+from dualstack.gate.prometheus import PrometheusClient
 from dualstack.gate.queries import QUERY_WORKERS, Progress, run_queries
+from dualstack.gate.query_texts import gate_queries, slot_seconds
+from dualstack.gate.readings import Reading, count, percent, reading_of, seconds
 
 Status = Literal["PASS", "FAIL", "NO_DATA"]
-STEP_SECONDS = 60
-"""Resolution of the request-count subquery, s."""
-MIN_WINDOW_SECONDS = 5 * 60
-"""The recorded series are 5-minute rates: a shorter window judges less than one of them."""
-MAX_WINDOW_SECONDS = 7 * 24 * 3600
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
-_DURATION = re.compile(r"(\d+)(ms|s|m|h|d|w|y)")
 
 
-@dataclass(frozen=True)
-class Reading:
-    """One measured value, or `problem` saying why there is none ("no series", "NaN ...")."""
-
-    value: float | None
-    problem: str | None = None
-
-    def show(self, unit: Callable[[float], str]) -> str:
-        """The value in `unit`'s format, or `no data` (the criterion's detail says why)."""
-        return unit(self.value) if self.value is not None else "no data"
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Criterion:
-    """One line of the gate: what was measured on each side, the threshold and the verdict."""
+    """One line of the gate: what was measured on each side, the threshold and the verdict
+    (built by keyword: `Criterion(key="split", title="Split landed", status="PASS", ...)`)."""
 
     key: str
     title: str
@@ -133,125 +106,6 @@ class GateReport:
         return all(c.status == "PASS" for c in self.criteria if c.required)
 
 
-def parse_duration(text: str, option: str = "--window") -> float:
-    """A Prometheus duration (`30s`, `30m`, `1h30m`) in seconds.
-
-    Raises ValueError naming `option` when the text is not a duration.
-    """
-    text = text.strip()
-    if not text or _DURATION.sub("", text) != "":
-        raise ValueError(f"{option} {text!r}: expected a duration such as 30m, 2h or 1h30m")
-    return sum(int(n) * _UNITS[unit] for n, unit in _DURATION.findall(text))
-
-
-def parse_window(text: str) -> int:
-    """A Prometheus duration (`30m`, `1h30m`, `2h`) in whole seconds, 5m..7d.
-
-    Raises ValueError naming `--window` when the text is not a duration or out of range.
-    """
-    text = text.strip()
-    seconds = parse_duration(text, "--window")
-    if not MIN_WINDOW_SECONDS <= seconds <= MAX_WINDOW_SECONDS:
-        raise ValueError(f"--window {text!r}: must be between 5m and 7d (the series are 5m rates)")
-    return int(seconds)
-
-
-MAX_UNIX_TIME = 253402300799
-"""9999-12-31T23:59:59Z: the last second a report can print as a date (Python datetime)."""
-
-
-def parse_time(text: str) -> float:
-    """`--at`: unix seconds (`1700000000`, digits with an optional fraction) or RFC 3339 with
-    a zone (`2023-11-14T22:13:20Z`), up to the year 9999.
-
-    Raises ValueError naming `--at` otherwise, before any query is sent.
-    """
-    shown = repr(text[:60] + ("…" if len(text) > 60 else ""))
-    if re.fullmatch(r"[0-9]{1,20}(\.[0-9]{1,9})?", text):
-        value = float(text)
-        if not 0 < value <= MAX_UNIX_TIME:
-            raise ValueError(
-                f"--at {shown}: expected a unix time in seconds from 1 to {MAX_UNIX_TIME} "
-                "(9999-12-31T23:59:59Z)"
-            )
-        return value
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        moment = None
-    if moment is None or moment.tzinfo is None:
-        raise ValueError(
-            f"--at {shown}: expected unix seconds or RFC 3339 with a zone, e.g. "
-            "2024-05-01T12:00:00Z"
-        ) from None
-    value = moment.timestamp()
-    if not 0 < value <= MAX_UNIX_TIME:
-        raise ValueError(f"--at {shown}: expected a time after 1970 and before the year 10000")
-    return value
-
-
-def series(metric: str, namespace: Scope, hardware: str) -> str:
-    """`metric{hardware="...",namespace="..."}` (plus `service` for a fleet member): one
-    recorded series of one backend."""
-    return selector(metric, {"hardware": hardware, **scope_of(namespace)})
-
-
-def request_count_query(namespace: Scope, hardware: str, window_seconds: int) -> str:
-    """PromQL for the requests a backend served in the window ending at the query time.
-
-    The recorded rate (req/s) sampled every STEP_SECONDS over the window, each sample times
-    STEP_SECONDS. The subquery range is one step shorter than the window because Prometheus
-    2.x ranges include both ends (REFERENCE.md): the count errs low, never high.
-    """
-    span = window_seconds - STEP_SECONDS
-    rate = series(REQUEST_RATE, namespace, hardware)
-    return f"sum_over_time({rate}[{span}s:{STEP_SECONDS}s]) * {STEP_SECONDS}"
-
-
-def average_query(metric: str, namespace: Scope, hardware: str, window_seconds: int) -> str:
-    """PromQL for the time average of a recorded series over the window (NaN stays NaN)."""
-    return f"avg_over_time({series(metric, namespace, hardware)}[{window_seconds}s])"
-
-
-def read(client: PrometheusClient, promql: str, at: float, combine: str = "max") -> Reading:
-    """Query `promql` at `at` and reduce the samples to one value (`max`, `min` or `sum`).
-
-    Empty results and non-finite values become a Reading with a `problem`. Raises
-    PrometheusUnavailable when Prometheus does not answer and PrometheusError when the answer
-    is not a query result: the gate cannot judge, it must not report a verdict.
-    """
-    return reading_of(client.query(promql, at), combine)
-
-
-def reading_of(samples: Sequence[Sample], combine: str = "max") -> Reading:
-    """Reduce an instant query's samples to one Reading (`max`, `min` or `sum`); an empty
-    result or a non-finite value is a Reading with a `problem`."""
-    if not samples:
-        return Reading(None, "no series")
-    bad = [s.value for s in samples if not math.isfinite(s.value)]
-    if bad:
-        why = " from 0/0, no requests in part of the window" if math.isnan(bad[0]) else ""
-        return Reading(None, f"{describe_value(bad[0])}{why}")
-    values = [s.value for s in samples]
-    reduce = {"max": max, "min": min, "sum": sum}[combine]
-    return Reading(float(reduce(values)))
-
-
-def percent(value: float) -> str:
-    """A 0..1 ratio as `0.40%`."""
-    return f"{value * 100:.2f}%"
-
-
-def seconds(value: float) -> str:
-    """Latency as `1.250 s`."""
-    return f"{value:.3f} s"
-
-
-def count(value: float) -> str:
-    """A request count as `3,600`."""
-    return f"{value:,.0f}"
-
-
 def requests_criterion(ascend: Reading, nvidia: Reading, minimum: int) -> Criterion:
     """PASS when both backends served at least `minimum` requests; NO_DATA if either is unknown."""
     sides = {"Ascend": ascend, "NVIDIA": nvidia}
@@ -270,13 +124,13 @@ def requests_criterion(ascend: Reading, nvidia: Reading, minimum: int) -> Criter
     else:
         status, detail = "PASS", "enough traffic on both backends"
     return Criterion(
-        "requests",
-        "Requests in window",
-        status,
-        ascend.show(count),
-        nvidia.show(count),
-        f">= {minimum:,} each",
-        detail,
+        key="requests",
+        title="Requests in window",
+        status=status,
+        ascend=ascend.show(count),
+        nvidia=nvidia.show(count),
+        threshold=f">= {minimum:,} each",
+        detail=detail,
         ascend_value=ascend.value,
         nvidia_value=nvidia.value,
     )
@@ -300,13 +154,13 @@ def error_ratio_criterion(ascend: Reading, nvidia: Reading, margin: float) -> Cr
             "within the margin" if ok else f"Ascend's 5xx ratio exceeds NVIDIA's by {excess:.2f} pp"
         )
     return Criterion(
-        "error-ratio",
-        "5xx error ratio",
-        status,
-        ascend.show(percent),
-        nvidia.show(percent),
-        threshold,
-        detail,
+        key="error-ratio",
+        title="5xx error ratio",
+        status=status,
+        ascend=ascend.show(percent),
+        nvidia=nvidia.show(percent),
+        threshold=threshold,
+        detail=detail,
         ascend_value=ascend.value,
         nvidia_value=nvidia.value,
     )
@@ -333,13 +187,13 @@ def latency_criterion(
         ratio = ascend.value / nvidia.value if nvidia.value > 0 else math.inf
         detail = "within the factor" if ok else f"Ascend's p99 is {ratio:.2f} x NVIDIA's"
     return Criterion(
-        "p99-latency",
-        "p99 latency",
-        status,
-        ascend.show(seconds),
-        nvidia.show(seconds),
-        threshold,
-        detail,
+        key="p99-latency",
+        title="p99 latency",
+        status=status,
+        ascend=ascend.show(seconds),
+        nvidia=nvidia.show(seconds),
+        threshold=threshold,
+        detail=detail,
         ascend_value=ascend.value,
         nvidia_value=nvidia.value,
     )
@@ -368,43 +222,19 @@ def precision_criterion(settings: Settings, pushed: Reading) -> Criterion:
         status = "FAIL"
         detail = f"the latest pushed {PRECISION_PASSED} for {image} is {pushed.value:g}"
     return Criterion(
-        "precision",
-        "Precision check",
-        status,
-        image,
-        "",
-        "served image = verifiedAscendImage",
-        detail,
+        key="precision",
+        title="Precision check",
+        status=status,
+        ascend=image,
+        nvidia="",
+        threshold="served image = verifiedAscendImage",
+        detail=detail,
     )
 
 
 def _why_missing(**sides: Reading) -> str:
     """`Ascend: no series; NVIDIA: NaN ...` for the sides without a value."""
     return "; ".join(f"{name}: {r.problem}" for name, r in sides.items() if r.value is None)
-
-
-def gate_queries(settings: Settings, window_seconds: int, slot: int) -> dict[tuple[str, ...], str]:
-    """Every query the gate asks, by key: per (metric, hardware) the value (`value`), the
-    newest sample's time (`newest`) and the coverage (`coverage`); the pushed precision
-    result (`pushed`) and the recorded route weight's low and high (`weight`). 21 queries."""
-    ns = scope_labels(settings)
-    values = {
-        REQUEST_RATE: lambda hw: request_count_query(ns, hw, window_seconds),
-        ERROR_RATIO: lambda hw: average_query(ERROR_RATIO, ns, hw, window_seconds),
-        LATENCY_P99: lambda hw: average_query(LATENCY_P99, ns, hw, window_seconds),
-    }
-    queries: dict[tuple[str, ...], str] = {}
-    for metric, make in values.items():
-        for hw in ("ascend", "nvidia"):
-            one = series(metric, ns, hw)
-            queries[("value", metric, hw)] = make(hw)
-            queries[("newest", metric, hw)] = newest_sample_query(one, window_seconds, slot)
-            queries[("coverage", metric, hw)] = coverage_query(one, window_seconds, slot)
-    image = settings.ascend.image
-    queries[("pushed",)] = selector(PRECISION_PASSED, {"ascend_image": image, **ns})
-    low, high = weight_queries(ns, window_seconds)
-    queries[("weight", "low")], queries[("weight", "high")] = low, high
-    return queries
 
 
 def evaluate(
@@ -427,7 +257,7 @@ def evaluate(
     """
     window_seconds = parse_window(window)
     slo = settings.slo
-    slot = max(SLOT_SECONDS, int(parse_duration(settings.monitoring.evaluation_interval)))
+    slot = slot_seconds(settings)
     answers = run_queries(
         client, gate_queries(settings, window_seconds, slot), at, workers, progress
     )

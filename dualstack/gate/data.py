@@ -12,7 +12,8 @@ more things about it (the series are rule outputs, one sample per rule evaluatio
   (`count_over_time(last_over_time(S[step])[W:step])` over W/step slots); below
   `min_coverage` is too sparse.
 
-`step` is 60 s, or the rule group's evaluation interval when that is longer, so a healthy
+`step` is 60 s, or the rule group's evaluation interval when that is longer
+(`dualstack.gate.query_texts.slot_seconds`, which also writes both queries), so a healthy
 rule output fills every slot. Prometheus 2.x ranges include both ends (REFERENCE.md), so a
 full window can count one slot more than W/step; coverage is capped at 100%.
 
@@ -24,15 +25,11 @@ deployed weight and not necessarily the stack file's.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from components.monitoring.metric_names import ASCEND_WEIGHT
-from components.monitoring.promql import selector
 from dualstack.gate.prometheus import PrometheusClient, Sample
-
-STEP_SECONDS = 60
-"""Shortest coverage slot, s: the test data and most rule groups sample once a minute."""
+from dualstack.gate.query_texts import coverage_query, newest_sample_query
 
 
 @dataclass(frozen=True)
@@ -49,16 +46,6 @@ class DataBounds:
 
 
 DEFAULT_BOUNDS = DataBounds()
-
-
-def newest_sample_query(series: str, window_seconds: int, step: int) -> str:
-    """PromQL: the unix time of the newest sample of `series` in the window ending now."""
-    return f"timestamp({series}) or max_over_time(timestamp({series})[{window_seconds}s:{step}s])"
-
-
-def coverage_query(series: str, window_seconds: int, step: int) -> str:
-    """PromQL: how many `step`-long slots of the window hold a sample of `series`."""
-    return f"count_over_time(last_over_time({series}[{step}s])[{window_seconds}s:{step}s])"
 
 
 def duration_text(seconds: float) -> str:
@@ -135,28 +122,9 @@ def data_problem(
     return judge_data(newest, coverage, at, window_seconds, step, bounds)
 
 
-Scope = str | Mapping[str, str]
-"""Which service's series: a namespace, or the labels `components.monitoring.rules.
-scope_labels` gives (a fleet member's `{namespace, service}`)."""
-
-
-def scope_of(where: Scope) -> dict[str, str]:
-    """`where` as selector labels: a namespace string is `{namespace}`."""
-    return {"namespace": where} if isinstance(where, str) else dict(where)
-
-
-def weight_queries(namespace: Scope, window_seconds: int) -> tuple[str, str]:
-    """PromQL for the lowest and the highest recorded Ascend route weight (0..1) in the
-    window ending at the query time, of `namespace` (a scope: a fleet member's too)."""
-    weight = selector(ASCEND_WEIGHT, scope_of(namespace))
-    return (
-        f"min_over_time({weight}[{window_seconds}s])",
-        f"max_over_time({weight}[{window_seconds}s])",
-    )
-
-
 def weight_range(low: Sequence[Sample], high: Sequence[Sample]) -> tuple[int, int] | None:
-    """(lowest, highest) Ascend route weight in % from the answers of `weight_queries`, or
+    """(lowest, highest) Ascend route weight in % from the answers of
+    `dualstack.gate.query_texts.weight_queries`, or
     None when the deployed rules record none (monitoring off, or not deployed yet)."""
     low_value, high_value = single(low, "min"), single(high, "max")
     if low_value is None or high_value is None or not 0 <= low_value <= high_value <= 1:

@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dualstack.gate.bake import bake_criterion
-from dualstack.gate.criteria import GateReport, evaluate, parse_window
+from dualstack.gate.criteria import GateReport, evaluate
 from dualstack.gate.data import DEFAULT_BOUNDS, DataBounds
+from dualstack.gate.durations import parse_window
 from dualstack.gate.prometheus import PrometheusClient
 from dualstack.gate.queries import Progress
 from dualstack.gate.rung import judged_step, window_rung

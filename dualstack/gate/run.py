@@ -11,8 +11,9 @@ import sys
 from dataclasses import dataclass
 
 from components.settings import Settings
-from dualstack.gate.criteria import GateReport, parse_window
+from dualstack.gate.criteria import GateReport
 from dualstack.gate.data import DataBounds
+from dualstack.gate.durations import parse_window
 from dualstack.gate.prometheus import PrometheusClient
 from dualstack.gate.promotion import evaluate_promotion
 from dualstack.gate.report import format_markdown, format_table

@@ -16,11 +16,10 @@ import math
 from dataclasses import dataclass
 
 from components.monitoring.metric_names import ASCEND_MIRROR, ASCEND_WEIGHT
-from components.monitoring.promql import selector
 from components.monitoring.rules import scope_labels
 from components.settings import Settings
-from dualstack.gate.data import Scope, scope_of
 from dualstack.gate.prometheus import PrometheusClient, describe_value
+from dualstack.gate.query_texts import Scope, over_window
 
 
 @dataclass(frozen=True)
@@ -67,10 +66,9 @@ def recorded_range(
     """(lowest, highest, latest) value in % of a recorded 0..1 ratio over the window ending at
     `at` in `scope` (a namespace, or `scope_labels` of a fleet member), or None when there is
     none. Raises Unreadable when a value is not a 0..1 ratio (`_values`)."""
-    series = selector(metric, scope_of(scope))
     found = []
     for function in ("min_over_time", "max_over_time", "last_over_time"):
-        values = _values(client, metric, f"{function}({series}[{window_seconds}s])", at)
+        values = _values(client, metric, over_window(function, metric, scope, window_seconds), at)
         if not values:
             return None
         found.append(round((min if function == "min_over_time" else max)(values) * 100))

@@ -32,18 +32,11 @@ from __future__ import annotations
 from components.monitoring.metric_names import REQUEST_RATE
 from components.monitoring.rules import scope_labels
 from components.settings import Settings
-from dualstack.gate.criteria import (
-    Criterion,
-    Reading,
-    Status,
-    parse_duration,
-    percent,
-    read,
-    request_count_query,
-    series,
-)
-from dualstack.gate.data import STEP_SECONDS, DataBounds, data_problem
+from dualstack.gate.criteria import Criterion, Status
+from dualstack.gate.data import DataBounds, data_problem
 from dualstack.gate.prometheus import PrometheusClient
+from dualstack.gate.query_texts import request_count_query, series, slot_seconds
+from dualstack.gate.readings import Reading, percent, read
 from dualstack.gate.rung import Rung
 
 
@@ -69,7 +62,7 @@ def request_counts(
     """{hardware: requests served in the window}, NO_DATA-shaped (value None) when the
     request series is stale or sparse by `bounds`."""
     ns = scope_labels(settings)
-    slot = max(STEP_SECONDS, int(parse_duration(settings.monitoring.evaluation_interval)))
+    slot = slot_seconds(settings)
     counts = {}
     for hardware in ("ascend", "nvidia"):
         reading = read(client, request_count_query(ns, hardware, window_seconds), at, "sum")
@@ -128,4 +121,12 @@ def split_criterion(settings: Settings, rung: Rung, counts: dict[str, Reading]) 
                 "configured split did not land; check that the route object was applied and "
                 "accepted (its status), and for clients bypassing the mesh"
             )
-    return Criterion("split", "Split landed", status, shown[0], shown[1], threshold, detail)
+    return Criterion(
+        key="split",
+        title="Split landed",
+        status=status,
+        ascend=shown[0],
+        nvidia=shown[1],
+        threshold=threshold,
+        detail=detail,
+    )

@@ -23,8 +23,8 @@ from datetime import UTC, datetime
 from components.monitoring.metric_names import ERROR_RATIO, LATENCY_P99
 from components.monitoring.rules import scope_labels
 from components.settings import Settings
-from dualstack.gate.criteria import series
 from dualstack.gate.prometheus import PrometheusClient, PrometheusError, RangeSeries
+from dualstack.gate.query_texts import series
 
 POINTS = 30
 """Most points per line: readable in a PR comment, one small range query per series."""

@@ -11,19 +11,16 @@ from components.settings import load_settings
 from dualstack.gate.criteria import (
     Criterion,
     GateReport,
-    Reading,
-    average_query,
     error_ratio_criterion,
     latency_criterion,
-    parse_time,
-    parse_window,
     precision_criterion,
-    read,
-    request_count_query,
     requests_criterion,
 )
 from dualstack.gate.data import duration_text
+from dualstack.gate.durations import parse_time, parse_window
 from dualstack.gate.prometheus import PrometheusError, PrometheusUnavailable, Sample
+from dualstack.gate.query_texts import average_query, request_count_query
+from dualstack.gate.readings import Reading, read
 from dualstack.gate.report import format_markdown, format_table
 from tests.conftest import cfg
 
@@ -168,7 +165,16 @@ def test_precision_criterion_reads_the_verification_history():
 
 def report(*statuses, required=True):
     criteria = [
-        Criterion(f"c{i}", f"C{i}", s, "1", "2", "<= 3", "d|x", required)
+        Criterion(
+            key=f"c{i}",
+            title=f"C{i}",
+            status=s,
+            ascend="1",
+            nvidia="2",
+            threshold="<= 3",
+            detail="d|x",
+            required=required,
+        )
         for i, s in enumerate(statuses)
     ]
     return GateReport("prod", "inference", 20, "30m", 1700000000, "http://p", criteria)

@@ -89,7 +89,15 @@ def history(
 
 
 def bake_line(status, held, threshold, detail):
-    return Criterion("bake", "Bake time", status, held, "", threshold, detail)
+    return Criterion(
+        key="bake",
+        title="Bake time",
+        status=status,
+        ascend=held,
+        nvidia="",
+        threshold=threshold,
+        detail=detail,
+    )
 
 
 def judge(settings, client, step=(20, 50), mirror=0, live=None, bounds=DEFAULT_BOUNDS):

@@ -16,24 +16,17 @@ from components.settings import load_fleet, load_settings
 from dualstack.gate.criteria import (
     Criterion,
     GateReport,
-    Reading,
-    count,
     error_ratio_criterion,
     evaluate,
-    gate_queries,
     latency_criterion,
-    parse_duration,
-    parse_time,
-    parse_window,
-    percent,
     precision_criterion,
-    read,
-    reading_of,
     requests_criterion,
-    seconds,
 )
 from dualstack.gate.data import DEFAULT_BOUNDS, DataBounds
+from dualstack.gate.durations import parse_duration, parse_time, parse_window
 from dualstack.gate.prometheus import PrometheusUnavailable, Sample
+from dualstack.gate.query_texts import gate_queries
+from dualstack.gate.readings import Reading, count, percent, read, reading_of, seconds
 from tests.conftest import cfg
 from tests.support.promql_answers import AT, PromQLAnswers, samples
 
@@ -266,7 +259,16 @@ def traffic_line(key, title):
 
     def line(status, ascend, nvidia, threshold, detail, a_value, n_value):
         return Criterion(
-            key, title, status, ascend, nvidia, threshold, detail, True, a_value, n_value
+            key=key,
+            title=title,
+            status=status,
+            ascend=ascend,
+            nvidia=nvidia,
+            threshold=threshold,
+            detail=detail,
+            required=True,
+            ascend_value=a_value,
+            nvidia_value=n_value,
         )
 
     return line
@@ -552,16 +554,16 @@ def test_latency_without_an_ascend_value_is_no_data():
 
 def precision_line(status, detail, image=IMAGE):
     return Criterion(
-        "precision",
-        "Precision check",
-        status,
-        image,
-        "",
-        "served image = verifiedAscendImage",
-        detail,
-        True,
-        None,
-        None,
+        key="precision",
+        title="Precision check",
+        status=status,
+        ascend=image,
+        nvidia="",
+        threshold="served image = verifiedAscendImage",
+        detail=detail,
+        required=True,
+        ascend_value=None,
+        nvidia_value=None,
     )
 
 

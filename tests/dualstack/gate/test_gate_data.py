@@ -16,17 +16,14 @@ import pytest
 from dualstack.gate.data import (
     DEFAULT_BOUNDS,
     DataBounds,
-    coverage_query,
     data_problem,
     duration_text,
     judge_data,
-    newest_sample_query,
-    scope_of,
     single,
-    weight_queries,
     weight_range,
 )
 from dualstack.gate.prometheus import PrometheusClient
+from dualstack.gate.query_texts import coverage_query, newest_sample_query, scope_of, weight_queries
 from tests.support.prometheus_server import Series, constant, prometheus_over
 from tests.support.promql_answers import AT, samples
 

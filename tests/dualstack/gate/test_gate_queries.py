@@ -11,9 +11,10 @@ import time
 import pytest
 
 from components.settings import load_settings
-from dualstack.gate.criteria import evaluate, gate_queries
+from dualstack.gate.criteria import evaluate
 from dualstack.gate.prometheus import PrometheusUnavailable, Sample
 from dualstack.gate.queries import QUERY_WORKERS, run_queries
+from dualstack.gate.query_texts import gate_queries
 from precision_check.progress import Progress, report, reporting, wanted
 from tests.conftest import cfg
 

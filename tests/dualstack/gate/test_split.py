@@ -12,9 +12,9 @@ import pytest
 
 from components.monitoring.metric_names import REQUEST_RATE
 from components.settings import PROJECT, load_settings
-from dualstack.gate.criteria import Reading
 from dualstack.gate.data import DEFAULT_BOUNDS
 from dualstack.gate.prometheus import PrometheusClient
+from dualstack.gate.readings import Reading
 from dualstack.gate.rung import Rung
 from dualstack.gate.split import expected_share, request_counts, split_criterion, tolerance
 from tests.support.prometheus_server import Series, constant, prometheus_over
