@@ -87,7 +87,7 @@ def duration(text: str) -> str:
 def moment(text: str) -> str:
     """A point in time, returned as given: unix seconds (`1700000000`, `1700000000.5`) or
     RFC 3339 with a zone (`2024-05-01T12:00:00Z`, `2024-05-01T14:00:00+02:00`); the range
-    is checked where the time is read (`dualstack.gate.criteria.parse_time`)."""
+    is checked where the time is read (`dualstack.gate.durations.parse_time`)."""
     if _UNIX.fullmatch(text) or _RFC3339.fullmatch(text):
         return text
     raise argparse.ArgumentTypeError(

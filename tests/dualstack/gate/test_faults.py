@@ -20,9 +20,9 @@ import yaml
 from components.monitoring.metric_names import ASCEND_MIRROR, ASCEND_WEIGHT
 from components.settings import PROJECT, load_settings
 from dualstack.errors import UsageError
-from dualstack.gate.criteria import Reading
 from dualstack.gate.http_config import load_http_config
 from dualstack.gate.prometheus import PrometheusClient, PrometheusError, Sample
+from dualstack.gate.readings import Reading
 from dualstack.gate.rung import window_rung
 from dualstack.gate.split import split_criterion
 from tests.support.fault_servers import (
