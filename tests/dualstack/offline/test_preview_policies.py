@@ -81,7 +81,7 @@ def test_raise_to_20_with_an_unverified_ascend_image_fails(git_repo, capsys):
     assert code == 1
     assert "Ascend image: registry/inference-service:v1.2.4-npu (NOT verified at the base)" in out
     assert err.splitlines()[0] == "policy check failed: precision-verified-before-promotion"
-    assert "the base's precision-verified pairs are any nvidia image + " in err
+    assert "the base's precision-verified pairs are the deployed nvidia image + " in err
 
 
 NEW_IMAGES = (
@@ -100,29 +100,38 @@ def test_image_bump_at_5_without_verification_fails(git_repo, capsys):
     assert "Ascend image: registry/inference-service:v1.2.4-npu (NOT verified at the base)" in out
     assert err.splitlines()[0] == "policy check failed: precision-verified-before-promotion"
     assert (
-        "with the Ascend weight at 5%: Deployment inference/inference-green serves "
+        "with the Ascend weight at 5% while replacing the deployed NVIDIA image "
+        "registry/inference-service:v1.2.3-cuda: Deployment inference/inference-green serves "
         "registry/inference-service:v1.2.4-cuda + registry/inference-service:v1.2.4-npu to live "
-        "traffic, but the base's precision-verified pairs are any nvidia image + "
+        "traffic, but the base's precision-verified pairs are the deployed nvidia image + "
         "registry/inference-service:v1.2.3-npu"
     ) in err
     assert "`dualstack verify-precision --stack <stack> --nvidia URL --ascend URL`" in err
 
 
-def test_image_bump_with_a_decrease_5_to_0_passes(git_repo, capsys):
+def test_nvidia_image_swap_with_a_decrease_5_to_0_fails(git_repo, capsys):
+    """A decrease is never blocked, but one that also swaps the image serving all traffic is
+    not a plain rollback (issue 28): the NVIDIA image is judged at every weight."""
     set_config_values(git_repo, "prod", {"ascendWeight": 0})
     code, out, err = preview(git_repo, capsys, *NEW_IMAGES)
-    assert code == 0, out
+    assert code == 1, out
     assert "Ascend weight: 5% -> 0%" in out
-    assert "  ok   precision-verified-before-promotion [mandatory]" in out
-    assert err == ""
+    assert (
+        "with the Ascend weight at 0%: Deployment inference/inference-blue serves "
+        "registry/inference-service:v1.2.4-cuda to all live traffic in place of the deployed "
+        "registry/inference-service:v1.2.3-cuda, but no pair the base verified names it"
+    ) in err
 
 
-def test_image_bump_at_0_passes(git_repo, capsys):
+def test_nvidia_image_swap_at_0_fails(git_repo, capsys):
+    """At weight 0 NVIDIA serves everything: its image is judged there too (issue 28)."""
     deployed_at(git_repo, 0)
-    code, out, _err = preview(git_repo, capsys, *NEW_IMAGES)
-    assert code == 0, out
+    code, out, err = preview(git_repo, capsys, *NEW_IMAGES)
+    assert code == 1, out
     assert "Ascend weight: unchanged at 0%" in out
-    assert "  ok   precision-verified-before-promotion [mandatory]" in out
+    assert (
+        "registry/inference-service:v1.2.4-cuda to all live traffic in place of the deployed" in err
+    )
 
 
 def test_image_bump_at_5_with_its_own_verification_fails(git_repo, capsys):
@@ -302,7 +311,8 @@ def test_a_decrease_with_unverified_new_images_fails(git_repo, capsys):
     assert err.splitlines()[0] == "policy check failed: precision-verified-before-promotion"
     assert (
         "lowering the Ascend weight from 50% to 20% while replacing the deployed image "
-        "registry/inference-service:v1.2.3-npu: Deployment inference/inference-green serves "
+        "registry/inference-service:v1.2.3-npu while replacing the deployed NVIDIA image "
+        "registry/inference-service:v1.2.3-cuda: Deployment inference/inference-green serves "
         "registry/inference-service:v1.2.4-cuda + registry/inference-service:v1.2.4-npu to "
         "live traffic"
     ) in err
