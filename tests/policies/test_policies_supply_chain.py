@@ -516,9 +516,13 @@ class TestTheNvidiaImageIsJudgedAtEveryWeight:
     def test_at_weight_zero_a_missing_nvidia_backend_fails_closed(self):
         stack = good_stack(0)
         find(stack, "Deployment", "nvidia")["spec"]["template"]["spec"]["containers"] = []
-        assert precision(stack, self.config(20)) == [
-            "cannot check the NVIDIA image with the Ascend weight at 0%: Deployment "
-            "inference/inference-blue has no containers"
+        config = {"verifiedImages": BASE_VERIFIED, **self.config(20)}
+        assert stack_reports("precision-verified-before-promotion", stack, config) == [
+            (
+                "cannot check the NVIDIA image with the Ascend weight at 0%: Deployment "
+                "inference/inference-blue has no containers",
+                None,  # reported on the stack
+            )
         ]
 
     def test_the_single_image_record_accepts_only_the_deployed_nvidia_image(self):
