@@ -1,9 +1,9 @@
 """The owners' approval as the code host reports it: GitLab's merge-request approval rules.
 
-`dualstack ci owner-approval` prints `--owner-approved` when the merge request's approval rules
-are met (REST API v4, docs.gitlab.com/api/merge_request_approvals: `GET
-/projects/:id/merge_requests/:iid/approvals` answers `"approved": true` once every rule, the
-code-owner rule of a protected branch included, has its approvals), and nothing otherwise.
+`dualstack ci owner-approval` prints `--owner-approved` when the merge request's approval rules,
+the judge's own rule aside, are met (REST API v4, docs.gitlab.com/api/merge_request_approvals:
+`GET /projects/:id/merge_requests/:iid/approval_state` lists each rule, the code-owner rule of
+a protected branch included, with `approved` and `approved_by`), and nothing otherwise.
 On the default branch (a deploy) the merge request is the one that merged the commit (`GET
 /projects/:id/repository/commits/:sha/merge_requests`). GitHub's twin is `gh pr view
 --json reviewDecision` in the workflows. Standard library only.
@@ -43,31 +43,45 @@ def merge_request_of(api_url: str, project_id: str, sha: str, token: str) -> str
     return str(merged[0]["iid"])
 
 
-def approved(mr: MergeRequest) -> bool:
-    """True when GitLab reports the merge request's approval rules as met AND they asked for
-    someone: `approved` is true, `approvals_required` is at least 1, `approvals_left` is 0 and
-    `approved_by` names at least one approver.
+JUDGE_RULE = "dualstack judge"
+"""The approval rule the judge bot satisfies (README "Set-up on GitLab"): its approval is the
+judge's verdict, never the owners'."""
 
-    GitLab answers `"approved": true` for a project that requires no approvals (nothing is
-    left to approve), so the flag alone would fail open: that answer, and any answer missing
-    one of those fields, is not an approval. Raises GitLabNoteError when the API fails or
-    answers without a boolean `approved`, or when the project requires no approval (one line
-    naming the setting to change).
+
+def approved(mr: MergeRequest) -> bool:
+    """True when every approval rule of the merge request but the judge's is met and they ask
+    for someone (`GET .../merge_requests/:iid/approval_state`): their `approvals_required` add
+    up to at least 1, each rule is `approved`, and each rule that requires approvals names an
+    approver in `approved_by`.
+
+    GitLab reports a merge request that requires no approval as approved (nothing is left to
+    approve), so "approved" alone would fail open: a project whose rules, the judge's aside,
+    require nobody raises GitLabNoteError (one line naming the setting to change), and a rule
+    missing one of those fields is not met. Raises GitLabNoteError when the API fails or
+    answers without a list of rules.
     """
-    url = f"{_project(mr.api_url, mr.project_id)}/merge_requests/{mr.iid}/approvals"
+    url = f"{_project(mr.api_url, mr.project_id)}/merge_requests/{mr.iid}/approval_state"
     answer: Any = api_call("GET", url, mr.token)
-    state = answer.get("approved") if isinstance(answer, dict) else None
-    if not isinstance(state, bool):
-        raise GitLabNoteError(f"approvals of !{mr.iid}: the answer has no `approved` flag")
-    required = answer.get("approvals_required")
-    if not _count(required) or required < 1:
+    rules = answer.get("rules") if isinstance(answer, dict) else None
+    if not isinstance(rules, list) or not all(isinstance(rule, dict) for rule in rules):
+        raise GitLabNoteError(f"approval state of !{mr.iid}: the answer has no list of rules")
+    owners = [rule for rule in rules if rule.get("name") != JUDGE_RULE]
+    counts = [rule.get("approvals_required") for rule in owners]
+    required = sum(count for count in counts if _count(count) and count > 0)
+    if required < 1:
         raise GitLabNoteError(
-            f"approvals of !{mr.iid}: the project requires {required!r} approvals, so GitLab's "
-            "`approved` proves no owner approved (fail closed): require code-owner approval "
-            "on the protected branch"
+            f"approval state of !{mr.iid}: the project requires {required} approvals (the "
+            "judge's aside), so GitLab's `approved` proves no owner approved (fail closed): "
+            "require code-owner approval on the protected branch"
         )
-    left, approvers = answer.get("approvals_left"), answer.get("approved_by")
-    return state and left == 0 and _count(left) and isinstance(approvers, list) and bool(approvers)
+    return all(_met(rule) for rule in owners)
+
+
+def _met(rule: dict[str, Any]) -> bool:
+    count, approvers = rule.get("approvals_required"), rule.get("approved_by")
+    if not _count(count) or rule.get("approved") is not True:
+        return False
+    return count < 1 or (isinstance(approvers, list) and bool(approvers))
 
 
 def _count(value: Any) -> bool:

@@ -9,6 +9,12 @@
 - `gitlab-note FILE`: post or update that comment on the merge request.
 - `rollback-targets --stack S`: the URNs the emergency rollback's `pulumi up --target` takes.
 - `owner-approval [--commit SHA]`: `--owner-approved` when GitLab's approval rules are met.
+- `head-tree --base REF --head REF --output DIR`: print `step` or `program` and lay out the
+  tree the trusted judge reads as the head (`dualstack.ci.head_tree`): for a step, the base's
+  files with the head's stack files; nothing of the head runs either way.
+- `gitlab-merge-request --payload FILE`, `gitlab-head-render`, `gitlab-verdict`: the GitLab
+  judge project's calls (`dualstack.ci.gitlab_judge`), with GITOPS_PROJECT and
+  GITLAB_API_TOKEN.
 - `judge --stack S --protocol N`: the judge protocol (`dualstack.offline.judge`), run in the
   BASE's tree by `preview --base` and `policy-config --base`: request on stdin, JSON answer.
 """
@@ -157,6 +163,59 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--commit", metavar="SHA", help="the merged commit (deploy): find its merge request"
     )
     approval.set_defaults(func=run_owner_approval)
+
+    tree = steps.add_parser(
+        "head-tree",
+        help="print step|program and lay out the tree the trusted judge reads as the head",
+        description="Compare the trees of --base and --head. A step changes only stack files "
+        "(regular files) and documentation/tests: DIR is then the base's files with the "
+        "head's stack files written over them. Anything else is a program change: DIR is a "
+        "checkout of --head with symlinks as plain files, to be read as data only. Prints "
+        "`step` or `program` on stdout, the program paths on stderr. Exit 2 when git fails.",
+    )
+    tree.add_argument("--base", required=True, metavar="GIT_REF")
+    tree.add_argument("--head", required=True, metavar="GIT_REF")
+    tree.add_argument("--output", type=Path, required=True, metavar="DIR")
+    tree.add_argument(
+        "--venv",
+        type=Path,
+        metavar="DIR",
+        help="for a step: link DIR (the base's virtualenv) as the tree's .venv",
+    )
+    tree.set_defaults(func=run_head_tree)
+
+    gl_mr = steps.add_parser(
+        "gitlab-merge-request",
+        help="GitLab judge: print `IID SHA TARGET` of the merge request a webhook names",
+        description="Read the merge-request iid from the webhook payload FILE, then its head "
+        "sha and target branch from the API (CI_API_V4_URL, GITOPS_PROJECT, "
+        f"{GITLAB_TOKEN_VARIABLE}). Exit 2 when it is not an open merge request.",
+    )
+    gl_mr.add_argument("--payload", type=Path, required=True, metavar="FILE")
+    gl_mr.set_defaults(func=run_gitlab_judge_step, gitlab_step="merge-request")
+
+    gl_render = steps.add_parser(
+        "gitlab-head-render",
+        help="GitLab judge: download the merge request's untrusted head-render artifact",
+        description="Extract head-render/<stack>.yaml of the successful head-render job of "
+        "the merge request's pipeline for SHA into DIR (bounded; nothing else). Exit 2 when "
+        "there is none.",
+    )
+    gl_render.add_argument("--iid", required=True)
+    gl_render.add_argument("--sha", required=True)
+    gl_render.add_argument("--output", type=Path, required=True, metavar="DIR")
+    gl_render.set_defaults(func=run_gitlab_judge_step, gitlab_step="head-render")
+
+    gl_verdict = steps.add_parser(
+        "gitlab-verdict",
+        help="GitLab judge: approve the merge request at SHA on a pass, withdraw it otherwise",
+        description="The judge bot's approval is the required check (approval rule "
+        "'dualstack judge'). --status is the report's exit code: 0 approves at --sha.",
+    )
+    gl_verdict.add_argument("--iid", required=True)
+    gl_verdict.add_argument("--sha", required=True)
+    gl_verdict.add_argument("--status", required=True)
+    gl_verdict.set_defaults(func=run_gitlab_judge_step, gitlab_step="verdict")
 
     judge = steps.add_parser(
         "judge",
@@ -316,6 +375,52 @@ def run_owner_approval(args: argparse.Namespace) -> int:
         print(f"owner-approval: !{iid} {'approved' if state else 'not approved'}", file=sys.stderr)
         if state:
             print(FLAG)
+        return 0
+
+    return _guarded(step, args)
+
+
+def run_head_tree(args: argparse.Namespace) -> int:
+    from dualstack.ci.head_tree import build_head_tree
+
+    def step(args: argparse.Namespace) -> int:
+        root = find_root(Path(args.cwd) if args.cwd else None)
+        venv = args.venv.resolve() if args.venv else None
+        found = build_head_tree(root, args.base, args.head, args.output.resolve(), venv)
+        if found.program:
+            shown = ", ".join(found.program[:5]) + (" ..." if len(found.program) > 5 else "")
+            print(f"head-tree: the program changes: {shown}", file=sys.stderr)
+        print(found.kind)
+        return 0
+
+    return _guarded(step, args)
+
+
+def run_gitlab_judge_step(args: argparse.Namespace) -> int:
+    from dualstack.ci import gitlab_judge
+
+    missing = [
+        name
+        for name in ("CI_API_V4_URL", "GITOPS_PROJECT", GITLAB_TOKEN_VARIABLE)
+        if not os.environ.get(name)
+    ]
+    if missing:
+        return _fail(ValueError(f"{args.step}: {', '.join(missing)} unset"))
+    gitops = gitlab_judge.GitLabProject(
+        os.environ["CI_API_V4_URL"], os.environ["GITOPS_PROJECT"], os.environ[GITLAB_TOKEN_VARIABLE]
+    )
+
+    def step(args: argparse.Namespace) -> int:
+        if args.gitlab_step == "merge-request":
+            iid = gitlab_judge.payload_iid(args.payload)
+            sha, target = gitlab_judge.merge_request_facts(gitops, iid)
+            print(f"{iid} {sha} {target}")
+        elif args.gitlab_step == "head-render":
+            stacks = gitlab_judge.download_head_render(gitops, args.iid, args.sha, args.output)
+            print(f"head-render: {' '.join(stacks) or 'no stack'}", file=sys.stderr)
+        else:
+            done = gitlab_judge.post_verdict(gitops, args.iid, args.sha, args.status == "0")
+            print(f"gitlab-verdict: !{args.iid} {done} at {args.sha[:12]}", file=sys.stderr)
         return 0
 
     return _guarded(step, args)

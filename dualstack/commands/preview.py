@@ -68,6 +68,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "own code and read as data (the pipelines); excludes --base, --set and --next",
     )
     parser.add_argument(
+        "--head-objects",
+        type=Path,
+        metavar="DIR",
+        help="with --head: the head's objects are DIR/<stack>.yaml, the untrusted job's "
+        "render, read strictly as data (nothing of the head runs; the trusted pipeline)",
+    )
+    parser.add_argument(
         "--owner-approved",
         action="store_true",
         help="the change carries the owners' approval (pipelines: from the code host's "
@@ -100,9 +107,13 @@ def _previews(args: argparse.Namespace, root: Path) -> list[Any]:
 
         head = find_root(args.head)
         return [
-            build_preview_from_base(root, stack, head, args.owner_approved, args.service)
+            build_preview_from_base(
+                root, stack, head, args.owner_approved, args.service, _objects(args, stack)
+            )
             for stack in every_stack(root, args.stack)
         ]
+    if args.head_objects is not None:
+        raise UsageError("--head-objects needs --head")
     ref = args.base if args.base is not None else default_base(root)
     if ref is None:
         from dualstack.offline.preview import require_base
@@ -158,6 +169,19 @@ def _base_decides(args: argparse.Namespace, root: Path) -> int | None:
     if running_code_is(root, base.commit):
         return None
     return run_base_cli(root, base, _base_cli_argv(args, root))
+
+
+def _objects(args: argparse.Namespace, stack: str) -> list[dict[str, Any]] | None:
+    """The untrusted render of `stack` under --head-objects, or None (render the head)."""
+    if args.head_objects is None:
+        return None
+    from dualstack.ci.head_objects import HeadObjectsError, read_head_objects
+    from dualstack.offline.judge import JudgeError
+
+    try:
+        return read_head_objects(args.head_objects / f"{stack}.yaml")
+    except HeadObjectsError as exc:
+        raise JudgeError(f"the untrusted render cannot be judged: {exc}") from None
 
 
 def run(args: argparse.Namespace) -> int:

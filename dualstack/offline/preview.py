@@ -254,18 +254,24 @@ def build_preview_from_base(
     head_root: Path,
     owner_approved: bool = False,
     service: str | None = None,
+    head_objects: list[dict[str, Any]] | None = None,
 ) -> Preview:
     """The preview run by the base's code: `root` is the base checkout (this code's tree),
-    `head_root` the head's tree, rendered by its own code and read as data. Raises JudgeError
-    when the running code is not `root`'s own."""
+    `head_root` the head's tree, rendered by its own code and read as data, or, given
+    `head_objects` (the untrusted job's render, `dualstack.ci.head_objects`), read as data
+    only: nothing of the head runs. Raises JudgeError when the running code is not `root`'s
+    own."""
     require_own_code(root)
-    rendering = HeadRender(head_root, stack)
-    try:
+    if head_objects is not None:
         base = base_of_tree(root, stack)
-    except BaseException:
-        rendering.child.stop()
-        raise
-    head_objects = rendering.finish()
+    else:
+        rendering = HeadRender(head_root, stack)
+        try:
+            base = base_of_tree(root, stack)
+        except BaseException:
+            rendering.child.stop()
+            raise
+        head_objects = rendering.finish()
     head_config = read_config(head_root, stack)
     try:
         head = side_of(load_fleet(head_config), head_objects, service)

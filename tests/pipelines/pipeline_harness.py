@@ -3,7 +3,8 @@ a job's `run:` / `script:` in bash, in order, with their `if:` / `rules:` evalua
 
 What is emulated: expressions over the contexts a test passes (`github`, `secrets`, `vars`,
 `inputs`, `matrix`, `needs`) plus `env` and `steps.<id>.outputs/outcome`; the status
-functions; `$GITHUB_OUTPUT`, `$GITHUB_PATH`, `$GITHUB_STEP_SUMMARY`; GitLab `extends`,
+functions; `$GITHUB_OUTPUT`, `$GITHUB_ENV`, `$GITHUB_PATH`, `$GITHUB_STEP_SUMMARY`; tools
+named by absolute path (`/usr/bin/gh`) swapped for a test's stub (`tools`); GitLab `extends`,
 variables (expanded), `rules: if` and the runner's `set -eo pipefail`. What is not: `uses:`
 steps (recorded as skipped; the test provides their effect, e.g. tools on PATH).
 """
@@ -24,6 +25,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO / ".github" / "workflows"
 GITLAB_CI = REPO / ".gitlab-ci.yml"
+GITLAB_JUDGE = REPO / ".gitlab" / "judge.yml"
 TIMEOUT_SECONDS = 120
 
 
@@ -165,11 +167,14 @@ def run_github_job(
     cwd: Path,
     base_env: Mapping[str, str],
     skip_steps: tuple[str, ...] = ("Install",),
+    tools: Mapping[str, str] | None = None,
 ) -> tuple[list[StepRun], dict[str, Any]]:
-    """Run `job_id`'s steps in `cwd`. `contexts`: github, secrets, vars, inputs, matrix, needs.
+    """Run `job_id`'s steps in `cwd`. `contexts`: github, runner, secrets, vars, inputs,
+    matrix, needs (a `runner.temp` the job names must be given: "" would be the root).
 
     Returns the step runs and the job's evaluated `outputs`. Steps named in `skip_steps`
-    (environment set-up the test replaces) and `uses:` steps are recorded, not run.
+    (environment set-up the test replaces) and `uses:` steps are recorded, not run. `tools`:
+    {absolute path the job names, e.g. /usr/bin/gh: the stub to run instead}.
     """
     job = workflow["jobs"][job_id]
     ctx: dict[str, Any] = {**copy.deepcopy(dict(contexts)), "steps": {}, "env": {}}
@@ -183,6 +188,8 @@ def run_github_job(
     tmp.mkdir(exist_ok=True)
     for index, step in enumerate(job["steps"]):
         name = step.get("name") or step.get("uses") or f"step {index}"
+        if "runner.temp" in str(step) and not _lookup(ctx, "runner.temp"):
+            raise AssertionError(f"step {name!r} names runner.temp: pass contexts['runner']")
         step_ctx = {**ctx, "env": {**ctx["env"]}}
         for key, value in (step.get("env") or {}).items():
             step_ctx["env"][key] = interpolate(value, step_ctx)
@@ -197,20 +204,29 @@ def run_github_job(
         script = step["run"]
         if "${{" in script:
             raise AssertionError(f"step {name!r}: expressions belong in env:, not in run:")
-        files = {k: tmp / f"{k}-{index}" for k in ("OUTPUT", "PATH", "STEP_SUMMARY")}
+        script = swap_tools(script, tools)
+        files = {k: tmp / f"{k}-{index}" for k in ("OUTPUT", "ENV", "PATH", "STEP_SUMMARY")}
         for file in files.values():
             file.write_text("", encoding="utf-8")
-        env = {**base_env, **step_ctx["env"]}
+        env = {**base_env, **{k: swap_tools(v, tools) for k, v in step_ctx["env"].items()}}
         env["PATH"] = os.pathsep.join([*reversed(path_entries), base_env["PATH"]])
         env.update({f"GITHUB_{k}": str(v) for k, v in files.items()})
         done = _bash(script, env, cwd)
         path_entries += files["PATH"].read_text(encoding="utf-8").split()
+        ctx["env"].update(_read_kv(files["ENV"]))
         runs.append(StepRun(name, True, done.returncode, done.stdout + done.stderr))
         outcome = "success" if done.returncode == 0 else "failure"
         _record(ctx, step, outcome, _read_kv(files["OUTPUT"]))
         failed = failed or done.returncode != 0
     outputs = {key: interpolate(value, ctx) for key, value in (job.get("outputs") or {}).items()}
     return runs, outputs
+
+
+def swap_tools(text: str, tools: Mapping[str, str] | None) -> str:
+    """`text` with each absolute tool path of `tools` replaced by its stub."""
+    for real, stub in (tools or {}).items():
+        text = re.sub(rf"(?<![\w/.-]){re.escape(real)}(?![\w/.-])", stub, text)
+    return text
 
 
 def _record(ctx: dict[str, Any], step: Mapping[str, Any], outcome: str, outputs: dict) -> None:
@@ -303,12 +319,22 @@ def run_gitlab_job(
     cwd: Path,
     base_env: Mapping[str, str],
     skip_before_script: bool = True,
+    tools: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run job `name`'s script like the runner: one bash, `set -eo pipefail`, variables in
     the environment. `before_script` (install steps the test replaces) is dropped unless
-    `skip_before_script` is False."""
+    `skip_before_script` is False. `tools` as for `run_github_job`."""
     job = gitlab_job(config, name)
-    variables = gitlab_variables(config, job, ci)
+    variables = {k: swap_tools(v, tools) for k, v in gitlab_variables(config, job, ci).items()}
     lines = [] if skip_before_script else list(job.get("before_script") or [])
     lines += list(job["script"])
-    return _bash("\n".join(lines), {**base_env, **variables}, cwd)
+    env = {**base_env, **variables}
+    done = _bash(swap_tools("\n".join(lines), tools), env, cwd)
+    if job.get("after_script"):  # a shell of its own, told how the job ended
+        status = "success" if done.returncode == 0 else "failed"
+        after = _bash(
+            swap_tools("\n".join(job["after_script"]), tools), {**env, "CI_JOB_STATUS": status}, cwd
+        )
+        done.stdout += after.stdout
+        done.stderr += after.stderr
+    return done

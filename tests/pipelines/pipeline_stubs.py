@@ -8,9 +8,13 @@ base-checkout venv` installs the BASE's `dualstack` as `base-checkout/.venv/bin/
 which logs as `judge` (with the commit its checkout is at) and runs the real CLI with the
 checkout first on PYTHONPATH. Behaviour is steered by environment variables:
 - `DEPLOYED_<stack>`: the deployed ascendWeight (`pulumi stack output`); unset = first deploy.
+- `DEPLOYED_COMMIT_<stack>`: the stack tag `dualstack:deployed-commit`; unset = no tag yet.
 - `PULUMI_PREVIEW_RC_<stack>`, `UP_RC_<stack>`: exit codes.
-- `REVIEW_DECISION`: what `gh pr view --json reviewDecision` answers (e.g. APPROVED);
-  `MERGED_PR`: the pull request `gh api .../commits/SHA/pulls` names.
+- `REVIEW_DECISION`: what `gh pr view --json reviewDecision` answers (e.g. APPROVED), at the
+  head `REVIEWED_SHA` (default: the job's `HEAD_SHA`); `MERGED_PR`: the pull request `gh api
+  .../commits/SHA/pulls` names on deploy, `OPEN_PR` ("<number> <base ref>") the open one the
+  judge asks for.
+`make -C DIR venv` installs the judge into `DIR/.venv/bin` (the judge job's own toolchain).
 """
 
 from __future__ import annotations
@@ -53,6 +57,14 @@ if argv[:2] == ["stack", "output"]:
         sys.exit("error: current stack does not have output property 'ascendWeight'")
     print(weight)
     sys.exit(0)
+if argv[:3] == ["stack", "tag", "get"]:
+    commit = os.environ.get(f"DEPLOYED_COMMIT_{stack}")
+    if not commit:
+        sys.exit(f"error: stack tag '{argv[3]}' not found")
+    print(commit)
+    sys.exit(0)
+if argv[:3] == ["stack", "tag", "set"]:
+    sys.exit(0)
 if argv[:2] == ["config", "set"]:
     sys.exit("error: PULUMI_ACCESS_TOKEN must be set for login in non-interactive sessions")
 if argv[0] == "preview":
@@ -71,16 +83,20 @@ log(os.path.basename(sys.argv[0]))
 GH = """
 log("gh")
 if argv[:2] == ["pr", "view"]:
-    print(os.environ.get("REVIEW_DECISION", ""))
+    decision = os.environ.get("REVIEW_DECISION", "")
+    if "headRefOid" in opt("--json", ""):
+        decision = f"{decision} {os.environ.get('REVIEWED_SHA', os.environ.get('HEAD_SHA', ''))}"
+    print(decision)
 elif argv[:1] == ["api"] and argv[1].endswith("/pulls"):
-    print(os.environ.get("MERGED_PR", ""))
+    open_pr = "select(.state" in (opt("--jq") or "")
+    print(os.environ.get("OPEN_PR" if open_pr else "MERGED_PR", ""))
 """
 
 MAKE = """
 log("make")
-if argv != ["-C", "base-checkout", "venv"]:
+if len(argv) != 3 or argv[0] != "-C" or argv[2] != "venv":
     sys.exit(f"stub make: unexpected {argv}")
-bin_dir = pathlib.Path("base-checkout", ".venv", "bin")
+bin_dir = pathlib.Path(argv[1], ".venv", "bin")
 bin_dir.mkdir(parents=True, exist_ok=True)
 judge = bin_dir / "dualstack"
 judge.write_text(pathlib.Path(os.environ["STUB_BIN"], "judge").read_text())

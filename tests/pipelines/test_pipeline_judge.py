@@ -19,6 +19,7 @@ from tests.conftest import git
 from tests.pipelines.pipeline_stubs import calls, install_stubs, make_gitops
 from tests.pipelines.test_pipeline_runs import (
     PLATFORMS,
+    PR_PLATFORMS,
     TOKEN,
     judge_commits,
     run_pr,
@@ -69,7 +70,7 @@ def previews(log: Path) -> list[list[str]]:
     return [argv for argv in calls(log, ("judge",)) if "preview" in argv]
 
 
-@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("platform", PR_PLATFORMS)
 def test_a_pack_edited_in_the_pr_does_not_judge_it(platform: str, gitops: dict) -> None:
     repo = gitops["repo"]
     edit_code(
@@ -87,16 +88,7 @@ def test_a_pack_edited_in_the_pr_does_not_judge_it(platform: str, gitops: dict) 
     assert judge_commits(gitops["log"]) == {base}
 
 
-def gitlab_mr(state: Approvals) -> dict[str, str]:
-    return {
-        "CI_API_V4_URL": state.url,
-        "CI_PROJECT_ID": PROJECT,
-        "CI_MERGE_REQUEST_IID": "7",
-        "GITLAB_API_TOKEN": GITLAB_TOKEN,
-    }
-
-
-@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("platform", PR_PLATFORMS)
 @pytest.mark.parametrize("approved", [False, True])
 def test_an_envelope_change_passes_only_with_the_owners(
     platform: str, approved: bool, gitops: dict
@@ -104,11 +96,9 @@ def test_an_envelope_change_passes_only_with_the_owners(
     repo = gitops["repo"]
     set_config_values(repo, "prod", {"capacity": {"totalReplicas": 6}})
     pr(repo, "prod: 6 NVIDIA pods")
-    with gitlab_approvals(Approvals(approved={"7": approved})) as state:
-        env = gitlab_mr(state) if platform == "gitlab" else {}
-        if platform == "github" and approved:
-            env["REVIEW_DECISION"] = "APPROVED"
-        passed, report, _ = run_pr(platform, gitops, **env)
+    gitops["gitlab_approved"] = approved  # the judge's stand-in of GitLab's approvals API
+    env = {"REVIEW_DECISION": "APPROVED"} if platform == "github" and approved else {}
+    passed, report, _ = run_pr(platform, gitops, **env)
     assert passed is approved, report
     assert "capacity.totalReplicas: 4 -> 6" in report
     flagged = [argv for argv in previews(gitops["log"]) if "--owner-approved" in argv]
@@ -117,15 +107,14 @@ def test_an_envelope_change_passes_only_with_the_owners(
         assert "FAIL safety-envelope-unchanged [mandatory]" in report
 
 
-@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("platform", PR_PLATFORMS)
 def test_an_approved_change_may_not_raise_the_weight(platform: str, gitops: dict) -> None:
     repo = gitops["repo"]
     set_config_values(repo, "prod", {"capacity": {"totalReplicas": 6}})
     set_config_values(repo, "prod", {"ascendWeight": "20"})
     pr(repo)
-    with gitlab_approvals(Approvals(approved={"7": True})) as state:
-        env = gitlab_mr(state) if platform == "gitlab" else {"REVIEW_DECISION": "APPROVED"}
-        passed, report, _ = run_pr(platform, gitops, **env)
+    gitops["gitlab_approved"] = True
+    passed, report, _ = run_pr(platform, gitops, REVIEW_DECISION="APPROVED")
     assert not passed
     assert "raises the Ascend weight from 5% to 20%" in report
 
@@ -154,7 +143,10 @@ def test_deploy_takes_the_approval_of_the_merged_change(
                 "CI_COMMIT_SHA": merged,
             }
             results = run_up_gitlab(gitops, before, TOKEN, **env)
-    assert ("prod", True) in results
+    # unapproved, the deploy's own offline preview refuses the envelope change: no `up`
+    assert ("prod", approved) in results
+    ups = [argv for argv in calls(gitops["log"], ("pulumi",)) if argv[1] == "up"]
+    assert bool(ups) is approved
     configs = [argv for argv in calls(gitops["log"], ("judge",)) if "policy-config" in argv]
     assert configs and all(("--owner-approved" in argv) is approved for argv in configs)
     assert judge_commits(gitops["log"]) == {before}

@@ -12,12 +12,16 @@ previous commit), with the head's tree passed as data (`--head`).
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
 import re
+import shutil
+import sys
 import time
 import xml.etree.ElementTree as ET
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +38,7 @@ from policies import POLICIES
 from tests.conftest import fixture_config, git
 from tests.pipelines.pipeline_harness import (
     GITLAB_CI,
+    GITLAB_JUDGE,
     WORKFLOWS,
     github_if,
     gitlab_job,
@@ -44,6 +49,9 @@ from tests.pipelines.pipeline_harness import (
     run_gitlab_job,
 )
 from tests.pipelines.pipeline_stubs import calls, install_stubs, make_gitops, set_weight
+from tests.support.gitlab_approvals import PROJECT as GITLAB_PROJECT
+from tests.support.gitlab_approvals import TOKEN as GITLAB_TOKEN
+from tests.support.gitlab_approvals import Approvals, gitlab_approvals
 from tests.support.prometheus_server import Series, constant, prometheus_over
 
 PARENT = "urn:pulumi:prod::dualstack-inference::dualstack:index:DualStackInference"
@@ -112,7 +120,11 @@ PACK = ["--policy-pack", "base-checkout/policies"]
 def judged(log: Path) -> list[list[str]]:
     """The calls of the judge (the base's `dualstack`), the head's `dualstack` and `pulumi`,
     without the judge's `ci` helpers (changed stacks, report, approval)."""
-    return [argv for argv in calls(log) if argv[:2] != ["judge", "ci"]]
+
+    def verb(argv: list[str]) -> str:
+        return argv[3] if argv[1:2] == ["-C"] else argv[1]
+
+    return [argv for argv in calls(log) if argv[0] != "judge" or verb(argv) != "ci"]
 
 
 def judge_commits(log: Path) -> set[str]:
@@ -154,104 +166,255 @@ def pr_branch(repo: Path, **weights: int) -> None:
 # ------------------------------------------------------------------ pull request
 
 
-def run_pr(platform: str, gitops: dict, token: str = "", prometheus: str = "", **env: str):
-    """Run the PR check; returns (passed, report text, step names that ran)."""
-    repo, base_env = gitops["repo"], {**gitops["env"], **env}
-    if platform == "github":
-        workflow = load_yaml(WORKFLOWS / "pull-request.yml")
-        contexts = {
-            "github": {
-                "base_ref": "main",
-                "ref": "refs/pull/7/merge",
-                "repository": "org/gitops",
-                "event": {
-                    "pull_request": {
-                        "number": 7,
-                        "base": {"ref": "main"},
-                        "head": {"repo": {"full_name": "org/gitops"}},
-                    },
-                    "repository": {"default_branch": "main"},
-                },
-            },
-            "secrets": {"PULUMI_ACCESS_TOKEN": token},
-            "vars": {"PROMETHEUS_URL": prometheus},
-        }
-        runs, _ = run_github_job(workflow, "preview", contexts, repo, base_env)
-        passed = all(run.rc == 0 for run in runs if run.ran)
-        ran = [run.name for run in runs if run.ran]
+def head_render(gitops: dict, into: Path) -> None:
+    """The untrusted `head-render` job of pull-request.yml in the head's checkout, its
+    `make venv` replaced by a `.venv/bin/dualstack` running the head's own code; its artifact
+    lands in `into` (what the judge's download step does)."""
+    repo = gitops["repo"]
+    venv = repo / ".venv" / "bin"
+    venv.mkdir(parents=True, exist_ok=True)
+    (venv / "dualstack").write_text(
+        f'#!/bin/sh\nPYTHONPATH={repo} exec {sys.executable} -P -m dualstack "$@"\n'
+    )
+    (venv / "dualstack").chmod(0o755)
+    workflow = load_yaml(WORKFLOWS / "pull-request.yml")
+    base = git(repo, "rev-parse", "main").strip()
+    contexts = {"github": {"event": {"pull_request": {"number": 7, "base": {"sha": base}}}}}
+    runs, _ = run_github_job(workflow, "head-render", contexts, repo, gitops["env"])
+    assert all(run.rc == 0 for run in runs if run.ran), [r.output for r in runs]
+    if (repo / "head-render").is_dir():
+        shutil.copytree(repo / "head-render", into, dirs_exist_ok=True)
+
+
+def judge_layout(gitops: dict, platform: str) -> dict[str, Path]:
+    """Where the judge job keeps the base (its code), the head tree and its reports."""
+    tmp = gitops["repo"].parent
+    if platform == "gitlab":
+        work = tmp / "builds" / "dualstack-judge-1"
+        base = work / "base"
+        temp = tmp / "builds"
     else:
+        work = tmp / "runner-temp" / "dualstack"
+        base = tmp / "ws" / "base"
+        temp = tmp / "runner-temp"
+    return {
+        "base": base,
+        "head": work / "head",
+        "reports": work / "reports",
+        "out": work,
+        "temp": temp,
+    }
+
+
+def run_gitlab_judge(gitops: dict, head_sha: str, token: str, prometheus: str, env: dict):
+    """The GitLab judge project's job (.gitlab/judge.yml) against a stand-in of the gitops
+    project's API: merge request !7 at `head_sha`, its head-render artifact, the approvals
+    (`gitops["gitlab_approved"]`), the note and the judge's approval."""
+    tmp = gitops["repo"].parent
+    layout = gitops["layout"]
+    git(gitops["repo"], "push", "-q", "-f", "origin", "HEAD:refs/merge-requests/7/head")
+    untrusted = tmp / "untrusted"
+    head_render(gitops, untrusted)
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as out:
+        for path in sorted(untrusted.glob("*.yaml")) if untrusted.is_dir() else []:
+            out.writestr(f"head-render/{path.name}", path.read_text(encoding="utf-8"))
+        for name, text in gitops.get("untrusted", {}).items():
+            out.writestr(f"head-render/{name}", text)
+    payload = tmp / "payload.json"
+    payload.write_text(
+        json.dumps({"object_kind": "merge_request", "object_attributes": {"iid": 7}})
+    )
+    pulumi = tmp / ".pulumi" / "bin"  # where the installer puts the CLI: the stub
+    pulumi.mkdir(parents=True, exist_ok=True)
+    shutil.copy(Path(gitops["env"]["STUB_BIN"]) / "pulumi", pulumi / "pulumi")
+    state = Approvals(
+        approved={"7": bool(gitops.get("gitlab_approved"))},
+        merge_requests={"7": {"sha": head_sha, "target_branch": "main", "state": "opened"}},
+        artifacts={head_sha: archive.getvalue()},
+    )
+    (tmp / "builds" / "project").mkdir(parents=True, exist_ok=True)
+    with gitlab_approvals(state) as served:
         ci = {
-            "CI_PIPELINE_SOURCE": "merge_request_event",
-            "CI_MERGE_REQUEST_TARGET_BRANCH_NAME": "main",
-            "CI_DEFAULT_BRANCH": "main",
-            "CI_PROJECT_DIR": str(repo),
+            "CI_PIPELINE_SOURCE": "trigger",
+            "TRIGGER_PAYLOAD": str(payload),
+            "CI_BUILDS_DIR": str(layout["temp"]),
+            "CI_JOB_ID": "1",
+            "CI_API_V4_URL": served.url,
+            "GITOPS_PROJECT": GITLAB_PROJECT,
+            "GITOPS_GIT_URL": str(gitops["origin"]),
+            "GITLAB_API_TOKEN": GITLAB_TOKEN,
             "PULUMI_ACCESS_TOKEN": token,
             "PROMETHEUS_URL": prometheus,
         }
-        done = run_gitlab_job(load_yaml(GITLAB_CI), "preview", ci, repo, base_env)
-        passed, ran = done.returncode == 0, [done.stdout + done.stderr]
-    report = repo / "report.md"
+        bin_dir = Path(gitops["env"]["STUB_BIN"])
+        tools = {"/usr/bin/make": str(bin_dir / "make"), "/usr/bin/curl": str(bin_dir / "curl")}
+        done = run_gitlab_job(
+            load_yaml(GITLAB_JUDGE),
+            "dualstack-judge",
+            ci,
+            tmp / "builds" / "project",
+            {**gitops["env"], **env},
+            tools=tools,
+        )
+    gitops["gitlab"] = state
+    return done
+
+
+def run_pr(platform: str, gitops: dict, token: str = "", prometheus: str = "", **env: str):
+    """Run the PR check: the untrusted render, then the trusted judge over the head pushed
+    as refs/pull/7/head. Returns (passed, report text, step names that ran)."""
+    repo = gitops["repo"]
+    layout = gitops["layout"] = judge_layout(gitops, platform)
+    head_sha = git(repo, "rev-parse", "HEAD").strip()
+    if platform == "gitlab":
+        done = run_gitlab_judge(gitops, head_sha, token, prometheus, env)
+        gitops["output"] = done.stdout + done.stderr
+        report = layout["out"] / "report.md"
+        text = report.read_text(encoding="utf-8") if report.exists() else ""
+        return done.returncode == 0, text, [gitops["output"]]
+    git(repo, "push", "-q", "-f", "origin", "HEAD:refs/pull/7/head")
+    if not layout["base"].exists():
+        layout["base"].parent.mkdir(parents=True, exist_ok=True)
+        git(layout["base"].parent, "clone", "-q", str(gitops["origin"]), "base")
+    layout["temp"].mkdir(parents=True, exist_ok=True)
+    untrusted = layout["temp"] / "dualstack-untrusted"
+    if "untrusted" in gitops:  # the artifact as a head that lies about its render uploads it
+        untrusted.mkdir(parents=True, exist_ok=True)
+        for name, text in gitops["untrusted"].items():
+            (untrusted / name).write_text(text, encoding="utf-8")
+    else:
+        head_render(gitops, untrusted)
+    base_env = {
+        **gitops["env"],
+        "RUNNER_TEMP": str(layout["temp"]),
+        "GITHUB_REPOSITORY": "org/gitops",
+        "OPEN_PR": "7 main",
+        **env,
+    }
+    workflow = load_yaml(WORKFLOWS / "pr-judge.yml")
+    contexts = {
+        "github": {
+            "workspace": str(layout["base"].parent),
+            "repository": "org/gitops",
+            "token": "ghs-job-token",
+            "event": {"workflow_run": {"head_sha": head_sha, "id": 42, "event": "pull_request"}},
+        },
+        "runner": {"temp": str(layout["temp"])},
+        "secrets": {"PULUMI_ACCESS_TOKEN": token},
+        "vars": {"PROMETHEUS_URL": prometheus},
+    }
+    bin_dir = Path(gitops["env"]["STUB_BIN"])
+    tools = {"/usr/bin/gh": str(bin_dir / "gh"), "/usr/bin/make": str(bin_dir / "make")}
+    runs, _ = run_github_job(
+        workflow, "judge", contexts, layout["base"].parent, base_env, skip_steps=(), tools=tools
+    )
+    gitops["runs"] = runs
+    for run in runs:
+        if run.ran and run.rc:
+            print(f"step {run.name!r} rc={run.rc}\n{run.output}", file=sys.stderr)
+    passed = all(run.rc == 0 for run in runs if run.ran)
+    ran = [run.name for run in runs if run.ran]
+    report = layout["out"] / "report.md"
     return passed, report.read_text(encoding="utf-8") if report.exists() else "", ran
 
 
+def placed(gitops: dict, argv: list[str]) -> list[str]:
+    """`argv` with the judge job's folders as <base>, <head>, <reports> (see judge_layout)."""
+    out = []
+    for arg in argv:
+        for name in ("reports", "head", "base"):
+            root = str(gitops["layout"][name])
+            if arg == root or arg.startswith(root + "/"):
+                arg = f"<{name}>" + arg[len(root) :]
+                break
+        out.append(arg)
+    return out
+
+
 PLATFORMS = ["github", "gitlab"]
+PR_PLATFORMS = PLATFORMS
 
 
-@pytest.mark.parametrize("platform", PLATFORMS)
+def final_verdict(gitops: dict, platform: str) -> str:
+    """What the judge last told the code host: GitHub's status `dualstack / judge`, GitLab's
+    approval by the judge bot ("success" | "failure"; "" when it told nothing)."""
+    if platform == "gitlab":
+        told = gitops["gitlab"].verdicts
+        return {"approve": "success", "unapprove": "failure"}[told[-1][1]] if told else ""
+    statuses = posted_statuses(gitops)
+    return statuses[-1][statuses[-1].index("-f") + 1].removeprefix("state=") if statuses else ""
+
+
+def posted_statuses(gitops: dict) -> list[list[str]]:
+    """The `gh api -X POST .../statuses/SHA` calls: the required check's states, in order."""
+    return [
+        argv for argv in calls(gitops["log"], ("gh",)) if any("/statuses/" in arg for arg in argv)
+    ]
+
+
+def judged_calls(gitops: dict) -> list[list[str]]:
+    """`judged()` with the judge job's folders placed (<base>, <head>, <reports>)."""
+    return [placed(gitops, argv) for argv in judged(gitops["log"])]
+
+
+@pytest.mark.parametrize("platform", PR_PLATFORMS)
 def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict, prometheus) -> None:
     base = git(gitops["repo"], "rev-parse", "main").strip()
     pr_branch(gitops["repo"], prod=20)
     passed, report, _ = run_pr(platform, gitops, TOKEN, prometheus, DEPLOYED_prod="5")
-    assert passed
-    cfg = "reports/prod/policy-config.json"
-    head = str(gitops["repo"])
-    preview_json = ["--json-file", "reports/prod/offline-preview.json"]
-    assert judged(gitops["log"]) == [
+    assert passed, report
+    cfg = "<reports>/prod/policy-config.json"
+    preview_json = ["--json-file", "<reports>/prod/offline-preview.json"]
+    assert judged_calls(gitops) == [
+        ["judge", "-C", "<base>", "preview", "--stack", "prod", "--head", "<head>", *preview_json],
+        ["pulumi", "stack", "output", "ascendWeight", "--stack", "prod", "--cwd", "<head>"],
         [
             "judge",
             "-C",
-            "base-checkout",
-            "preview",
-            "--stack",
-            "prod",
-            "--head",
-            head,
-            *preview_json,
-        ],
-        ["pulumi", "stack", "output", "ascendWeight", "--stack", "prod"],
-        [
-            "judge",
-            "-C",
-            "base-checkout",
+            "<base>",
             "policy-config",
             "--stack",
             "prod",
             "--previous-weight",
             "5",
             "--head",
-            head,
+            "<head>",
             "--output",
             cfg,
         ],
-        ["pulumi", "preview", "--stack", "prod", *PACK, "--policy-pack-config", cfg],
         [
-            "dualstack",
+            "pulumi",
+            "preview",
+            "--stack",
+            "prod",
+            "--cwd",
+            "<head>",
+            "--policy-pack",
+            "<base>/policies",
+            "--policy-pack-config",
+            cfg,
+        ],
+        [
+            "judge",
+            "-C",
+            "<head>",
             "gate",
             "--stack",
             "prod",
             "--prometheus",
             prometheus,
             "--markdown",
-            "reports/prod/gate.md",
+            "<reports>/prod/gate.md",
             "--json-file",
-            "reports/prod/gate.json",
+            "<reports>/prod/gate.json",
         ],
     ]
     assert judge_commits(gitops["log"]) == {base}  # every judge ran from the base
-    assert ["judge", "ci", "report", "--dir", "reports", "--stacks", "prod"] in [
-        argv[:7] for argv in calls(gitops["log"])
-    ]
-    pack_config = json.loads((gitops["repo"] / cfg).read_text())
+    report_call = ["judge", "ci", "report", "--dir", "<reports>", "--stacks", "prod"]
+    assert report_call in [placed(gitops, argv)[:7] for argv in calls(gitops["log"])]
+    out = gitops["layout"]["out"]
+    pack_config = json.loads((gitops["layout"]["reports"] / "prod/policy-config.json").read_text())
     assert pack_config["no-unsafe-weight-jump"]["previousWeight"] == 5
     assert pack_config["safety-envelope-unchanged"]["envelopeChanges"] == []
     assert "✅ passed" in report
@@ -269,7 +432,7 @@ def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict, prome
     assert "| p99 latency | PASS | 1.000 s | 0.800 s |" in report
     assert "| Precision check | PASS |" in report
     assert "data taken at 5% Ascend; the stack file says 20%" in report
-    junit = ET.parse(gitops["repo"] / "junit.xml").getroot()
+    junit = ET.parse(out / "junit.xml").getroot()
     suites = {s.get("name"): s for s in junit.findall("testsuite")}
     assert list(suites) == ["prod: checks", "prod: policies", "prod: gate"]
     assert junit.get("failures") == "0" and junit.get("errors") == "0"
@@ -278,37 +441,52 @@ def test_pr_with_credentials_runs_every_check(platform: str, gitops: dict, prome
     assert "no-unsafe-weight-jump [mandatory]" in policies
     gate_cases = [c.get("name") for c in suites["prod: gate"].findall("testcase")]
     assert any(name.endswith(": p99 latency") for name in gate_cases), gate_cases
+    assert final_verdict(gitops, platform) == "success"
+    if platform == "github":
+        states = [argv[argv.index("-f") + 1] for argv in posted_statuses(gitops)]
+        assert states == ["state=pending", "state=success"]
+    else:
+        assert gitops["gitlab"].verdicts == [
+            ("7", "approve", git(gitops["repo"], "rev-parse", "HEAD").strip())
+        ]
 
 
-@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("platform", PR_PLATFORMS)
 def test_pr_without_credentials_previews_offline_only(platform: str, gitops: dict) -> None:
     # Both stacks lowered: raising both in one PR is an envelope change (one stack per step).
     pr_branch(gitops["repo"], prod=0, staging=5)
     passed, report, _ = run_pr(platform, gitops)
     assert passed, report
-    head = str(gitops["repo"])
-    preview = ["judge", "-C", "base-checkout", "preview", "--stack"]
-    assert judged(gitops["log"]) == [
-        [*preview, stack, "--head", head, "--json-file", f"reports/{stack}/offline-preview.json"]
+    preview = ["judge", "-C", "<base>", "preview", "--stack"]
+    assert judged_calls(gitops) == [
+        [
+            *preview,
+            stack,
+            "--head",
+            "<head>",
+            "--json-file",
+            f"<reports>/{stack}/offline-preview.json",
+        ]
         for stack in ("staging", "prod")
     ]
-    assert calls(gitops["log"], ("curl",)) == []  # no CLI download without credentials
+    assert calls(gitops["log"], ("curl", "pulumi")) == []  # no CLI without credentials
     assert "| `staging` | ✅ pass | ⏭️ skipped | ⏭️ skipped | ⏭️ skipped |" in report
     assert "no PULUMI_ACCESS_TOKEN" in report
 
 
-@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("platform", PR_PLATFORMS)
 def test_mandatory_violation_fails_the_check_but_still_reports(platform: str, gitops) -> None:
     pr_branch(gitops["repo"], prod=80)
     passed, report, ran = run_pr(platform, gitops)
     assert not passed
     assert "| `prod` | ❌ failed (exit 1) |" in report
     assert "FAIL no-unsafe-weight-jump [mandatory]" in report
+    assert final_verdict(gitops, platform) == "failure"
     if platform == "github":
-        assert ran[-1] == "Fail on a mandatory policy violation or an error"
+        assert ran[-1] == "Verdict (the required check)"
 
 
-@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("platform", PR_PLATFORMS)
 def test_failing_online_preview_fails_the_check(platform: str, gitops: dict) -> None:
     pr_branch(gitops["repo"], prod=20)
     passed, report, _ = run_pr(
@@ -318,53 +496,56 @@ def test_failing_online_preview_fails_the_check(platform: str, gitops: dict) -> 
     assert "❌ failed (exit 255)" in report
 
 
-@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("platform", PR_PLATFORMS)
 def test_first_deploy_has_no_previous_weight(platform: str, gitops: dict) -> None:
     pr_branch(gitops["repo"], prod=20)
-    passed, _, _ = run_pr(platform, gitops, TOKEN)
-    assert passed
+    passed, report, _ = run_pr(platform, gitops, TOKEN)
+    assert passed, report
     assert [
         "judge",
         "-C",
-        "base-checkout",
+        "<base>",
         "policy-config",
         "--stack",
         "prod",
         "--first-deploy",
         "--head",
-        str(gitops["repo"]),
+        "<head>",
         "--output",
-        "reports/prod/policy-config.json",
-    ] in calls(gitops["log"])
-    pack_config = json.loads((gitops["repo"] / "reports/prod/policy-config.json").read_text())
+        "<reports>/prod/policy-config.json",
+    ] in judged_calls(gitops)
+    pack_config = json.loads((gitops["layout"]["reports"] / "prod/policy-config.json").read_text())
     assert "previousWeight" not in pack_config["no-unsafe-weight-jump"]
     image = pack_config["precision-verified-before-promotion"]["previousAscendImage"]
     assert image == "registry/inference-service:v1.2.3-npu"  # from the base, origin/main
 
 
-@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("platform", PR_PLATFORMS)
 def test_failed_gate_is_reported_not_blocking(
     platform: str, gitops: dict, failing_prometheus
 ) -> None:
     pr_branch(gitops["repo"], prod=20)
     passed, report, _ = run_pr(platform, gitops, prometheus=failing_prometheus)
-    assert passed
+    assert passed, report
     assert "⚠️ failed (exit 1), advisory" in report
     assert "### Promotion gate: FAILED" in report
     assert "| 5xx error ratio | FAIL | 5.00% | 0.50% |" in report
     assert "Ascend's 5xx ratio exceeds NVIDIA's by 4.50 pp" in report
 
 
-@pytest.mark.parametrize("platform", PLATFORMS)
-def test_unresolvable_base_fails_closed(platform: str, gitops: dict) -> None:
-    pr_branch(gitops["repo"], prod=80)
-    git(gitops["repo"], "update-ref", "-d", "refs/remotes/origin/main")
-    if platform == "gitlab":  # the job fetches the target branch itself
-        git(gitops["repo"], "remote", "set-url", "origin", str(gitops["repo"] / "missing"))
+@pytest.mark.parametrize("platform", PR_PLATFORMS)
+def test_a_head_that_conflicts_with_the_base_is_not_judged(platform: str, gitops: dict) -> None:
+    repo = gitops["repo"]
+    pr_branch(repo, prod=80)
+    git(repo, "switch", "-q", "main")
+    set_weight(repo, "prod", 0)  # main moved on the same line
+    git(repo, "push", "-q", "origin", "main")
+    git(repo, "switch", "-q", "step")
     passed, report, _ = run_pr(platform, gitops)
     assert not passed
     assert report == ""  # no "nothing changed, passed" comment
-    assert calls(gitops["log"]) == []
+    assert [argv for argv in judged(gitops["log"]) if argv[0] != "judge"] == []
+    assert final_verdict(gitops, platform) == "failure"
 
 
 # ------------------------------------------------------------------ merge: pulumi up
@@ -375,7 +556,8 @@ def run_up_github(gitops: dict, before: str, token: str, ref: str = "refs/heads/
     first failure (max-parallel 1, fail-fast). Returns (stacks, [(stack, passed)])."""
     workflow = load_yaml(WORKFLOWS / "deploy.yml")
     github = {"ref": ref, "event": {"before": before, "repository": {"default_branch": "main"}}}
-    base = {**gitops["env"], **env}
+    merged = git(gitops["repo"], "rev-parse", "HEAD").strip()
+    base = {**gitops["env"], "GITHUB_SHA": merged, **env}
     contexts: dict[str, Any] = {"github": github, "secrets": {"PULUMI_ACCESS_TOKEN": token}}
     if not github_if(workflow["jobs"]["changes"]["if"], contexts, False):
         return None, []
@@ -409,6 +591,7 @@ def run_up_gitlab(gitops: dict, before: str, token: str, branch: str = "main", *
         "CI_COMMIT_BRANCH": branch,
         "CI_DEFAULT_BRANCH": "main",
         "CI_COMMIT_BEFORE_SHA": before,
+        "CI_COMMIT_SHA": git(gitops["repo"], "rev-parse", "HEAD").strip(),
         "CI_PROJECT_DIR": str(gitops["repo"]),
         "PULUMI_ACCESS_TOKEN": token,
     }
@@ -568,6 +751,55 @@ def test_up_without_credentials_skips_cleanly(platform: str, gitops: dict) -> No
         _, results = run_up_github(gitops, before, "")
     else:
         results = run_up_gitlab(gitops, before, "")
-    expected = [("prod", True)] if platform == "github" else [("staging", True), ("prod", True)]
-    assert results == expected
+    assert results == [("staging", True), ("prod", True)]
     assert calls(gitops["log"], ("dualstack", "pulumi", "curl")) == []
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_deploy_judges_everything_since_the_deployed_commit(platform: str, gitops: dict) -> None:
+    # prod runs 5 at `deployed`; the merge of 5 -> 20 never deployed (its run was replaced
+    # or failed), and the next merge raises to 50: against what runs, that is 5 -> 50.
+    repo = gitops["repo"]
+    deployed = git(repo, "rev-parse", "HEAD").strip()
+    set_weight(repo, "prod", 20)
+    before = git(repo, "rev-parse", "HEAD").strip()
+    set_weight(repo, "prod", 50)
+    env = {
+        "DEPLOYED_prod": "5",
+        "DEPLOYED_COMMIT_prod": deployed,
+        "DEPLOYED_COMMIT_staging": deployed,
+    }
+    if platform == "github":
+        _, results = run_up_github(gitops, before, TOKEN, **env)
+    else:
+        results = run_up_gitlab(gitops, before, TOKEN, **env)
+    assert results[-1] == ("prod", False)
+    assert ups(gitops["log"]) == []
+    assert judge_commits(gitops["log"]) == {deployed}  # not the previous commit
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_successful_up_records_its_commit_and_unchanged_stacks_are_left(
+    platform: str, gitops: dict
+) -> None:
+    repo = gitops["repo"]
+    deployed = git(repo, "rev-parse", "HEAD").strip()
+    set_weight(repo, "prod", 20)
+    merged = git(repo, "rev-parse", "HEAD").strip()
+    env = {
+        "DEPLOYED_prod": "5",
+        "DEPLOYED_COMMIT_prod": deployed,
+        "DEPLOYED_COMMIT_staging": merged,
+    }
+    if platform == "github":
+        _, results = run_up_github(gitops, deployed, TOKEN, **env)
+    else:
+        results = run_up_gitlab(gitops, deployed, TOKEN, **env)
+    assert results == [("staging", True), ("prod", True)]
+    assert [argv[4] for argv in ups(gitops["log"])] == ["prod"]
+    tags = [
+        argv for argv in calls(gitops["log"], ("pulumi",)) if argv[1:4] == ["stack", "tag", "set"]
+    ]
+    assert tags == [
+        ["pulumi", "stack", "tag", "set", "dualstack:deployed-commit", merged, "--stack", "prod"]
+    ]

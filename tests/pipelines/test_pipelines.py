@@ -19,6 +19,7 @@ import pytest
 from dualstack.repo.changes import deploy_order, stack_of
 from tests.pipelines.pipeline_harness import (
     GITLAB_CI,
+    GITLAB_JUDGE,
     REPO,
     WORKFLOWS,
     expand,
@@ -43,7 +44,7 @@ def test_the_repo_has_both_stacks() -> None:
     assert [p.name for p in GITHUB_FILES[:3]] == [
         "deploy.yml",
         "emergency-rollback.yml",
-        "pull-request.yml",
+        "pr-judge.yml",
     ]
 
 
@@ -147,32 +148,31 @@ def test_every_workflow_runs_bash_with_pipefail() -> None:
         assert load_yaml(path)["defaults"]["run"]["shell"] == "bash", path.name
 
 
-def test_github_pr_runs_offline_preview_always_and_the_policy_pack() -> None:
-    flow = workflow("pull-request.yml")
-    assert set(flow["on"]) == {"pull_request", "pull_request_review"}  # a review re-judges
-    preview = flow["jobs"]["preview"]
-    steps = {step.get("name"): step for step in preview["steps"]}
+def test_github_pr_judge_runs_offline_preview_always_and_the_policy_pack() -> None:
+    judge = workflow("pr-judge.yml")["jobs"]["judge"]
+    steps = {step.get("name"): step for step in judge["steps"]}
     offline = steps["Offline preview with the policies"]
     assert "if" not in offline
-    assert '"$JUDGE" -C base-checkout preview' in offline["run"]
-    assert '--head "$PWD" "${approval[@]}"' in offline["run"]
-    assert preview["env"]["BASE"] == "origin/${{ github.event.pull_request.base.ref }}"
-    assert preview["env"]["JUDGE"] == "base-checkout/.venv/bin/dualstack"
-    assert preview["env"]["RECORD"] == "base-checkout/.ci/record"
-    assert "PULUMI_ACCESS_TOKEN" not in preview["env"]  # only the online step holds it
-    assert steps["Check out the base"]["run"] == 'git worktree add --detach base-checkout "$BASE"'
-    assert steps["Install the base"]["run"] == "make -C base-checkout venv"
-    online = steps["Online preview with the policy pack"]
-    assert online["env"]["PULUMI_ACCESS_TOKEN"] == "${{ secrets.PULUMI_ACCESS_TOKEN }}"
-    assert "pulumi stack output ascendWeight" in online["run"]
-    assert '"$JUDGE" -C base-checkout policy-config' in online["run"]
-    assert re.search(
-        r"pulumi preview --stack \"\$stack\" \\\n\s+--policy-pack base-checkout/policies ",
-        online["run"],
+    assert '"$RECORD" "$dir" offline-preview "$JUDGE" -C "$BASE" preview' in offline["run"]
+    assert '--head "$WORK/head" "${args[@]}"' in offline["run"]
+    assert judge["env"]["BASE"] == "${{ github.workspace }}/base"
+    assert judge["env"]["JUDGE"] == "${{ github.workspace }}/base/.venv/bin/dualstack"
+    assert judge["env"]["RECORD"] == "${{ github.workspace }}/base/.ci/record"
+    assert "PULUMI_ACCESS_TOKEN" not in judge["env"]  # only the online step holds it
+    assert (
+        '/usr/bin/make -C "$BASE" venv' in steps["Install the judge (the base's virtualenv)"]["run"]
     )
+    head = steps["Merge result and what the head changes"]["run"]
+    assert '"$JUDGE" -C "$BASE" ci merge-result --base HEAD --head refs/dualstack/head' in head
+    online = steps["Online preview with the policy pack (a step, the base's program)"]
+    assert online["env"]["PULUMI_ACCESS_TOKEN"] == "${{ secrets.PULUMI_ACCESS_TOKEN }}"
+    assert '"$pulumi" stack output ascendWeight' in online["run"]
+    assert '"$JUDGE" -C "$BASE" policy-config' in online["run"]
+    assert '--policy-pack "$BASE/policies"' in online["run"]
     assert '"$JUDGE" ci report' in steps["Report"]["run"]
-    assert "reviewDecision" in steps["Owners' approval (the review state)"]["run"]
-    assert "make test" in flow["jobs"]["unit-tests"]["steps"][-1]["run"]
+    assert "reviewDecision" in steps["Owners' approval (the review state of this head)"]["run"]
+    unit = workflow("pull-request.yml")["jobs"]["unit-tests"]
+    assert "make test" in unit["steps"][-1]["run"]
 
 
 def default_branch_only(condition: str, event: str = "push") -> bool:
@@ -306,7 +306,7 @@ def test_gitlab_pipelines_per_event() -> None:
     ups = {f"up:{s}" for s in STACKS}
     rollbacks = {f"rollback:{s}" for s in [*STACKS, "all", "warm-cache"]}
     verifies = {f"verify:{s}" for s in STACKS}
-    assert created(config, MR) == {"unit-tests", "preview"}
+    assert created(config, MR) == {"unit-tests", "head-render"}
     assert created(config, MAIN) == {"unit-tests", *ups, *rollbacks, *verifies}
     assert created(config, FEATURE) == set()  # the workflow rules create no pipeline
 
@@ -328,20 +328,40 @@ def test_gitlab_up_only_on_the_default_branch() -> None:
         assert gitlab_rule(job, gitlab_variables(config, job, MAIN)) in ("on_success", "manual")
 
 
-def test_gitlab_preview_runs_offline_preview_and_the_policy_pack() -> None:
-    job = jobs(gitlab())["preview"]
+def test_gitlab_judge_runs_offline_preview_and_the_policy_pack() -> None:
+    config = load_yaml(GITLAB_JUDGE)
+    job = gitlab_job(config, "dualstack-judge")
     text = script(job)
-    assert 'git worktree add --detach base-checkout "$BASE"' in text
-    assert "make -C base-checkout venv" in text
-    assert '"$JUDGE" -C base-checkout preview' in text
+    assert '/usr/bin/git clone --quiet --no-tags "$GITOPS_GIT_URL" "$BASE"' in text
+    assert '/usr/bin/make -C "$BASE" venv' in text
+    assert '"$JUDGE" -C "$BASE" ci merge-result --base HEAD --head refs/dualstack/head' in text
+    assert '"$RECORD" "$dir" offline-preview "$JUDGE" -C "$BASE" preview' in text
     assert '"$JUDGE" ci owner-approval' in text
-    assert "pulumi stack output ascendWeight" in text
-    assert '"$JUDGE" -C base-checkout policy-config' in text
-    assert '--policy-pack "$PACK" --policy-pack-config' in text
+    assert '"$pulumi" stack output ascendWeight' in text
+    assert '"$JUDGE" -C "$BASE" policy-config' in text
+    assert '--policy-pack "$BASE/policies" --policy-pack-config' in text
     assert '"$JUDGE" ci report' in text
-    assert job["variables"]["JUDGE"] == "base-checkout/.venv/bin/dualstack"
-    assert job["variables"]["PACK"] == "base-checkout/policies"
-    assert gitlab()["preview"]["variables"]["BASE"] == "origin/$CI_MERGE_REQUEST_TARGET_BRANCH_NAME"
+    assert '"$JUDGE" ci gitlab-verdict --iid "$IID" --sha "$HEAD_SHA"' in text
+    assert (
+        job["variables"]["JUDGE"]
+        == "$CI_BUILDS_DIR/dualstack-judge-$CI_JOB_ID/base/.venv/bin/dualstack"
+    )
+    trigger = {"CI_PIPELINE_SOURCE": "trigger", "TRIGGER_PAYLOAD": "/tmp/payload"}
+    assert gitlab_rule(job, trigger) == "on_success"
+    assert gitlab_rule(job, MR) is None  # never in the merge request's own pipeline
+    owner = gitlab_job(config, "dualstack-owner-preview")
+    assert owner["environment"] == {"name": "owner-preview"}
+    assert gitlab_rule(owner, trigger) == "manual"
+
+
+def test_gitlab_merge_request_pipeline_holds_no_secret() -> None:
+    text = GITLAB_CI.read_text(encoding="utf-8")
+    config = gitlab()
+    for name in created(config, MR):
+        body = script(jobs(config)[name]) + json.dumps(jobs(config)[name].get("variables", {}))
+        for secret in ("PULUMI_ACCESS_TOKEN", "GITLAB_API_TOKEN", "PROMETHEUS_URL"):
+            assert secret not in body, (name, secret)
+    assert "include:" not in text  # the head cannot pull the judge into its own pipeline
 
 
 def test_gitlab_up_per_stack_in_deploy_order_with_a_lock() -> None:
@@ -364,7 +384,8 @@ def test_gitlab_up_per_stack_in_deploy_order_with_a_lock() -> None:
         up = script(gitlab_job(config, f"up:{stack}"))
         assert 'pulumi up --yes --stack "$STACK" --policy-pack "$PACK"' in up
         assert '"$JUDGE" -C base-checkout policy-config' in up
-        assert gitlab_job(config, f"up:{stack}")["variables"]["BASE"] == "$CI_COMMIT_BEFORE_SHA"
+        assert 'pulumi stack tag get "$DEPLOYED_TAG" --stack "$STACK"' in up  # what runs judges
+        assert 'pulumi stack tag set "$DEPLOYED_TAG" "$CI_COMMIT_SHA"' in up
 
 
 def test_gitlab_rollback_is_manual_and_targeted() -> None:
@@ -410,13 +431,11 @@ def test_readme_pr_walkthrough_matches_the_pipelines_step_by_step() -> None:
         "rollback:prod",
     ):
         assert command in section, command
-    pr_steps = [
-        s["name"] for s in workflow("pull-request.yml")["jobs"]["preview"]["steps"] if "run" in s
-    ]
+    pr_steps = [s["name"] for s in workflow("pr-judge.yml")["jobs"]["judge"]["steps"] if "run" in s]
     assert listed_steps(section, "What the pull-request check runs") == pr_steps
-    gitlab_steps = re.findall(r"^# (.+)$", script(jobs(gitlab())["preview"]), re.M)
-    assert gitlab_steps == [s for s in pr_steps if s in gitlab_steps]
-    assert len(gitlab_steps) >= 3
+    judge = gitlab_job(load_yaml(GITLAB_JUDGE), "dualstack-judge")
+    gitlab_steps = re.findall(r"^# (.+)$", script(judge), re.M)
+    assert [step.replace("merge request", "pull request") for step in gitlab_steps] == pr_steps
     up_steps = [
         s["name"]
         for s in workflow("deploy.yml")["jobs"]["up"]["steps"]
@@ -427,6 +446,10 @@ def test_readme_pr_walkthrough_matches_the_pipelines_step_by_step() -> None:
     shared = [s for s in up_steps if s in gitlab_up]
     assert shared == [s for s in gitlab_up if s in up_steps]
     assert shared == [
+        "The deployed commit (the stack's tag)",
+        "Changed since the deployed commit",
         "Policy-pack config from the base and the deployed weight",
+        "Offline preview from the deployed commit",
         "Move traffic first on a decrease",
+        "Record the deployed commit",
     ]

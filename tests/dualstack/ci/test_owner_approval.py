@@ -36,7 +36,7 @@ def approval(capsys, *args: str) -> tuple[int, str, str]:
 def test_an_approved_merge_request_prints_the_flag(gitlab, monkeypatch, capsys):
     monkeypatch.setenv("CI_MERGE_REQUEST_IID", "7")
     assert approval(capsys) == (0, "--owner-approved\n", "owner-approval: !7 approved\n")
-    assert gitlab.requests == ["/api/v4/projects/group%2Fgitops/merge_requests/7/approvals"]
+    assert gitlab.requests == ["/api/v4/projects/group%2Fgitops/merge_requests/7/approval_state"]
 
 
 def test_an_unapproved_merge_request_prints_nothing(gitlab, monkeypatch, capsys):
@@ -74,9 +74,9 @@ def test_a_project_requiring_no_approval_is_never_approved(gitlab, monkeypatch, 
     code, out, err = approval(capsys)
     assert (code, out) == (2, "")
     assert err == (
-        f"error: approvals of !{iid}: the project requires 0 approvals, so GitLab's `approved` "
-        "proves no owner approved (fail closed): require code-owner approval on the protected "
-        "branch\n"
+        f"error: approval state of !{iid}: the project requires 0 approvals (the judge's aside), "
+        "so GitLab's `approved` proves no owner approved (fail closed): require code-owner "
+        "approval on the protected branch\n"
     )
 
 
@@ -85,32 +85,57 @@ def test_on_deploy_zero_required_approvals_fail_closed(gitlab, monkeypatch, caps
     assert approval(capsys, "--commit", "abc9")[:2] == (2, "")
 
 
+def rule(**fields: object) -> dict[str, object]:
+    base = {"name": "owners", "approvals_required": 1, "approved": True, "approved_by": [{}]}
+    return {**base, **fields}
+
+
+JUDGE = {"name": "dualstack judge", "approvals_required": 1, "approved": False, "approved_by": []}
+
+
 @pytest.mark.parametrize(
-    "answer",
+    "rules",
     [
-        {"approved": True, "approvals_required": 1, "approvals_left": 0, "approved_by": []},
-        {"approved": True, "approvals_required": 1, "approvals_left": 1, "approved_by": [{}]},
-        {"approved": True, "approvals_required": 1, "approved_by": [{}]},
-        {"approved": True, "approvals_required": 1, "approvals_left": False, "approved_by": [{}]},
-        {"approved": False, "approvals_required": 1, "approvals_left": 0, "approved_by": [{}]},
+        [rule(approved_by=[])],
+        [rule(approved=False)],
+        [rule(approved="true")],
+        [rule(), rule(name="security", approved=False)],
+        [rule(approvals_required=True), rule(name="b")],
+        [rule(approved_by=None)],
     ],
 )
-def test_an_approval_missing_a_fact_is_not_one(monkeypatch, answer):
-    monkeypatch.setattr(approval_module, "api_call", lambda *args: answer)
+def test_a_rule_missing_a_fact_is_not_met(monkeypatch, rules):
+    monkeypatch.setattr(approval_module, "api_call", lambda *args: {"rules": [*rules, JUDGE]})
     assert approval_module.approved(MergeRequest(API, PROJECT, "7", TOKEN)) is False
 
 
-@pytest.mark.parametrize("required", [None, True, 0, -1, "1"])
-def test_no_required_approval_count_fails_closed(monkeypatch, required):
-    answer = {"approved": True, "approvals_left": 0, "approved_by": [{}]}
-    if required is not None:
-        answer["approvals_required"] = required
-    monkeypatch.setattr(approval_module, "api_call", lambda *args: answer)
+@pytest.mark.parametrize(
+    "rules",
+    [
+        [],
+        [rule(approvals_required=0)],
+        [rule(approvals_required=True)],
+        [rule(approvals_required="1")],
+    ],
+)
+def test_no_required_owner_approval_fails_closed(monkeypatch, rules):
+    # the judge's own rule requires 1, which is no owner's approval
+    monkeypatch.setattr(approval_module, "api_call", lambda *args: {"rules": [*rules, JUDGE]})
     with pytest.raises(GitLabNoteError, match="fail closed"):
         approval_module.approved(MergeRequest(API, PROJECT, "7", TOKEN))
 
 
-def test_a_met_rule_with_an_approver_is_an_approval(monkeypatch):
-    answer = {"approved": True, "approvals_required": 2, "approvals_left": 0, "approved_by": [{}]}
-    monkeypatch.setattr(approval_module, "api_call", lambda *args: answer)
+def test_an_answer_without_rules_is_an_error(monkeypatch):
+    monkeypatch.setattr(approval_module, "api_call", lambda *args: {"approved": True})
+    with pytest.raises(GitLabNoteError, match="no list of rules"):
+        approval_module.approved(MergeRequest(API, PROJECT, "7", TOKEN))
+
+
+def test_met_rules_with_approvers_are_an_approval_the_judges_rule_aside(monkeypatch):
+    rules = [
+        rule(approvals_required=2),
+        rule(name="optional", approvals_required=0, approved_by=[]),
+        JUDGE,
+    ]
+    monkeypatch.setattr(approval_module, "api_call", lambda *args: {"rules": rules})
     assert approval_module.approved(MergeRequest(API, PROJECT, "7", TOKEN)) is True
