@@ -168,7 +168,18 @@ def _base_decides(args: argparse.Namespace, root: Path) -> int | None:
     base = resolve_base(root, ref)
     if running_code_is(root, base.commit):
         return None
+    _refuse_unreadable_head(root, args)
     return run_base_cli(root, base, _base_cli_argv(args, root))
+
+
+def _refuse_unreadable_head(root: Path, args: argparse.Namespace) -> None:
+    """Read each previewed stack file of the head once, as the program would, before the base
+    is asked: a bad key fails here in one line naming it (exit 2). This can only refuse; the
+    verdict is the base's."""
+    from components.settings import load_fleet
+
+    for stack in every_stack(root, args.stack):
+        load_fleet(load_stack_config(root, stack, []))
 
 
 def _objects(args: argparse.Namespace, stack: str) -> list[dict[str, Any]] | None:
