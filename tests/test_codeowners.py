@@ -81,7 +81,7 @@ def test_the_set_up_dismisses_approvals_a_new_push_makes_stale() -> None:
     change: the check re-runs on the push and reads the review state, which the code host
     keeps APPROVED unless the set-up the README gives dismisses it."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    set_up = readme.split("**Set-up on the code host.**", 1)[1].split("**Stronger", 1)[0]
+    set_up = readme.split("**Set-up on GitHub.**", 1)[1].split("**Stronger", 1)[0]
     flat = " ".join(set_up.split())
     for setting in (
         "Require review from Code Owners",

@@ -70,7 +70,7 @@ def test_the_sdk_is_the_cli_version_every_pipeline_installs():
     assert set(versions) == {
         ".github/workflows/deploy.yml",
         ".github/workflows/emergency-rollback.yml",
-        ".github/workflows/pull-request.yml",
+        ".github/workflows/pr-judge.yml",
         ".gitlab-ci.yml",
     }
     sdk = locked("requirements.lock")["pulumi"]

@@ -711,12 +711,14 @@ def test_merged_raise_has_no_targeted_step(platform: str, gitops: dict) -> None:
 def test_failed_up_stops_the_chain(platform: str, gitops: dict) -> None:
     repo = gitops["repo"]
     before = git(repo, "rev-parse", "HEAD").strip()
-    set_weight(repo, "prod", 20)
-    set_weight(repo, "staging", 50)
+    # both lowered (a raise beside another stack's change is refused before any up)
+    set_weight(repo, "prod", 0)
+    set_weight(repo, "staging", 5)
+    env = {"DEPLOYED_prod": "5", "DEPLOYED_staging": "20", "UP_RC_staging": "255"}
     if platform == "github":
-        _, results = run_up_github(gitops, before, TOKEN, UP_RC_staging="255")
+        _, results = run_up_github(gitops, before, TOKEN, **env)
     else:
-        results = run_up_gitlab(gitops, before, TOKEN, UP_RC_staging="255")
+        results = run_up_gitlab(gitops, before, TOKEN, **env)
     assert results == [("staging", False)]
     assert [argv[4] for argv in ups(gitops["log"])] == ["staging"]
 
