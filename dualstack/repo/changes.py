@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dualstack.repo.git import GitError, git
-from dualstack.repo.stackfile import stack_of
+from dualstack.repo.stack_names import stack_of
 
-__all__ = ["stack_of"]  # the stack-file name rule is `dualstack.repo.stackfile`'s
+__all__ = ["stack_of"]  # the stack-file name rule is `dualstack.repo.stack_names`'s
 
 LINK = "L"
 """Appended to a git status letter (`AL`, `TL`, `DL`) when the path is a symlink on either

@@ -28,19 +28,12 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScala
 from components.settings import PROJECT
 from components.settings.scalars import WrittenInteger, shown, yaml_integer
 from dualstack.repo.git import GitError, entry_mode, show_file
+from dualstack.repo.stack_names import STACK_NAME, stack_of
 
 MAX_FILE_BYTES = 1024 * 1024
 """Largest stack file read, in bytes (the committed ones are about 1 KiB)."""
 MAX_VALUES = 100_000
 """Most values (mapping entries and list items, aliases expanded) a stack file may hold."""
-STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
-"""A stack's own name (Pulumi: alphanumerics, hyphens, underscores and periods)."""
-STACK_FILE = re.compile(r"Pulumi\.(?P<stack>[A-Za-z0-9_.-]{1,100})\.yaml")
-"""A stack file's name, `Pulumi.<stack>.yaml`, at the project's root. Only `.yaml` counts: the
-Pulumi CLI looks for `Pulumi.<stack>` with its project file's extension (pkg/workspace
-`DetectProjectStackPath`), and the project file here is `Pulumi.yaml`; a `Pulumi.dev.yml`
-beside it is not a stack Pulumi would deploy, so it is none of ours either (a change to it is
-a change to the program, `dualstack.repo.changes.touches_program`: fail closed)."""
 
 
 class StackFileError(RuntimeError):
@@ -62,15 +55,6 @@ def check_stack_name(stack: str) -> str:
         f"--stack {shown(stack, 80)}: not a stack name (letters, digits, '-', '_' and '.', "
         f"at most 100 characters){hint}"
     )
-
-
-def stack_of(path: str) -> str | None:
-    """The stack a repo-relative path configures, or None: `Pulumi.prod.yaml` -> `prod`;
-    `Pulumi.yaml` (the project), `Pulumi.dev.yml`, `sub/Pulumi.prod.yaml` -> None."""
-    match = STACK_FILE.fullmatch(path)
-    if match is None or match["stack"] in (".", ".."):
-        return None
-    return match["stack"]
 
 
 def stacks(root: Path) -> list[str]:

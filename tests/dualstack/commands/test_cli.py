@@ -146,6 +146,37 @@ def test_version_and_help_import_neither_pulumi_nor_the_settings_models(tmp_path
     assert [m for m in pipeline_steps if m.startswith("pulumi")] == []
 
 
+HEAVY = ("pulumi", "pydantic", "ruamel", "components")
+"""What the program and the stack files load: the settings models (pydantic), the stack-file
+reader (ruamel.yaml), the program (components, pulumi)."""
+
+
+def modules_of(module: str, cwd: Path) -> list[str]:
+    """`sys.modules` of a fresh interpreter after `import MODULE`."""
+    program = f"import json, sys\nimport {module}\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
+        check=True,
+    )
+    return json.loads(done.stdout)
+
+
+def test_the_preview_starts_the_base_judge_before_loading_the_program(tmp_path: Path) -> None:
+    """`dualstack preview` starts the base's judge first, so the base renders while this
+    process loads the program: the judge client and the verb load none of it, nor the
+    settings or the stack-file reader (a path rule reached through `repo.changes` once pulled
+    them all in)."""
+    for module in ("dualstack.offline.judge_client", "dualstack.commands.preview"):
+        modules = modules_of(module, tmp_path)
+        assert module in modules and "dualstack.repo.changes" in modules  # the real list
+        assert [m for m in modules if m.split(".")[0] in HEAVY] == [], module
+
+
 def test_help_lists_every_command_as_its_own_parser_describes_it() -> None:
     from dualstack.cli import build_parser
 
