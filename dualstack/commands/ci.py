@@ -336,16 +336,24 @@ def run_gitlab_note(args: argparse.Namespace) -> int:
 
 def run_rollback_targets(args: argparse.Namespace) -> int:
     # the program's names (pulumi): only for this step, not for every `dualstack ci ...`
-    from dualstack.step.rollback_targets import decrease_targets, rollback_targets
+    from dualstack.step.rollback_targets import (
+        decrease_targets,
+        deployed_weights,
+        rollback_targets,
+    )
 
     root = find_root(Path(args.cwd) if args.cwd else None)
-    if args.deployed_services is not None:
+    if args.deployed_services is not None or args.deployed_weight is not None:
         from dualstack.pulumi_cli import parse_weights
 
-        deployed = parse_weights(args.deployed_services, "--deployed-services")
+        services = args.deployed_services
+        deployed = deployed_weights(
+            root,
+            args.stack,
+            weight=args.deployed_weight,
+            services=None if services is None else parse_weights(services, "--deployed-services"),
+        )
         urns = decrease_targets(root, args.stack, deployed)
-    elif args.deployed_weight is not None:
-        urns = decrease_targets(root, args.stack, args.deployed_weight)
     else:
         urns = rollback_targets(root, args.stack, args.base)
     if urns:

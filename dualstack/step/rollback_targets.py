@@ -32,33 +32,50 @@ def rollback_targets(root: Path, stack: str, base: str) -> list[str]:
     return weight_targets(load_fleet(before_config), load_fleet(read_config(root, stack)), stack)
 
 
-def decrease_targets(root: Path, stack: str, deployed: int | Mapping[str, int]) -> list[str]:
+def deployed_weights(
+    root: Path, stack: str, weight: int | None = None, services: Mapping[str, int] | None = None
+) -> dict[str, int]:
+    """The deploy pipeline's deployed weights as {service: weight in %}: the one place its two
+    flags become one shape. `weight` is `--deployed-weight N` (`pulumi stack output
+    ascendWeight`), a single-service stack's one service's; `services` is `--deployed-services`
+    ({service: weight}, from `pulumi stack output services`), a fleet's. Give one of them.
+
+    Raises UsageError for one weight given for a fleet (or a map for a single-service stack),
+    StackFileError or SettingsError when the stack file does not validate.
+    """
+    fleet = load_fleet(read_config(root, stack))
+    if fleet.declared != (services is not None):
+        given = "a map of service weights" if services is not None else "one weight"
+        wanted = "--deployed-services" if fleet.declared else "--deployed-weight"
+        raise UsageError(
+            f"stack {stack} holds {'a fleet' if fleet.declared else 'one service'}, but "
+            f"{given} was given: pass {wanted}"
+        )
+    if services is not None:
+        return dict(services)
+    if weight is None:
+        raise TypeError("deployed_weights: give weight or services")
+    return {fleet.first.name: weight}
+
+
+def decrease_targets(root: Path, stack: str, deployed: Mapping[str, int]) -> list[str]:
     """URNs the deploy pipeline applies first when `Pulumi.<stack>.yaml` lowers a weight
-    below the deployed one; [] when it lowers none. `deployed` is the deployed weight in %
-    (`pulumi stack output ascendWeight`), for a fleet {service: weight} (`pulumi stack output
-    services`; a service missing from it was never deployed and is not lowered).
+    below the deployed one; [] when it lowers none. `deployed` is {service: deployed weight
+    in %} (`deployed_weights`); a service missing from it was never deployed and is not
+    lowered.
 
     A full `pulumi up` updates the workloads before the traffic objects that depend on them
     (`components/stack.py`): right for a raise, but on a decrease Ascend would shrink while
     it still takes the old share. Applying these targets first moves the traffic first. The
     deployed side is the stack file with the deployed weights of the lowered services. Raises
-    StackFileError or SettingsError when the stack file (or a weight) does not validate, and
-    UsageError for one number given for a fleet (or a map for a single-service stack).
+    StackFileError or SettingsError when the stack file (or a weight) does not validate.
     """
     config = read_config(root, stack)
     after = load_fleet(config)
-    if after.declared != isinstance(deployed, Mapping):
-        given = "a map of service weights" if isinstance(deployed, Mapping) else "one weight"
-        wanted = "--deployed-services" if after.declared else "--deployed-weight"
-        raise UsageError(
-            f"stack {stack} holds {'a fleet' if after.declared else 'one service'}, but "
-            f"{given} was given: pass {wanted}"
-        )
-    by_name = deployed if isinstance(deployed, Mapping) else {after.first.name: deployed}
     lowered = {
-        name: by_name[name]
+        name: deployed[name]
         for name, settings in after.members.items()
-        if name in by_name and settings.ascend_weight < by_name[name]
+        if name in deployed and settings.ascend_weight < deployed[name]
     }
     if not lowered:
         return []

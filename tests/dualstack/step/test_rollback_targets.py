@@ -139,3 +139,14 @@ def test_one_weight_for_a_fleet_is_refused(git_repo: Path, capsys) -> None:
     assert capsys.readouterr().err == (
         "error: stack fleet holds a fleet, but one weight was given: pass --deployed-services\n"
     )
+
+
+def test_a_map_for_a_single_service_stack_is_refused(git_repo: Path, capsys) -> None:
+    set_weight(git_repo, "prod", 20)
+    deployed = '{"inference": {"ascendWeight": 50}}'
+    argv = ["ci", "rollback-targets", "--stack", "prod", "--deployed-services", deployed]
+    assert main(["-C", str(git_repo), *argv]) == 2
+    assert capsys.readouterr().err == (
+        "error: stack prod holds one service, but a map of service weights was given: pass "
+        "--deployed-weight\n"
+    )
