@@ -66,6 +66,16 @@ def default_branch(root: Path) -> tuple[str, str]:
     raise GitError(f"--commit branches from the default branch, but none of {names} exists")
 
 
+def local_branch(root: Path, ref: str) -> str:
+    """The local branch name a user switches to for the default branch's `ref`: `main` for
+    `origin/main`, and for `origin/HEAD` the branch it points to (`git symbolic-ref`), since
+    `git switch HEAD` is no branch. `ref` itself when it is local already."""
+    if ref == "origin/HEAD":
+        target = git_or_none(root, "symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD")
+        ref = target or "origin/main"
+    return ref.removeprefix("origin/")
+
+
 def check_identity(root: Path) -> None:
     """Raise GitError unless git knows who commits (`git var GIT_AUTHOR_IDENT`, and the
     committer), so a commit cannot fail half-way for want of a name."""

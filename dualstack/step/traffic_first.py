@@ -55,7 +55,7 @@ from dualstack.repo.stackfile import (
     stacks,
 )
 from dualstack.step.emergency import weight_targets
-from dualstack.step.publish import choose_branch, default_branch
+from dualstack.step.publish import choose_branch, default_branch, local_branch
 from dualstack.step.weights import WEIGHT_KEY
 
 UP_TIMEOUT_S = 900.0
@@ -158,10 +158,12 @@ def check_checkout(root: Path, stacks: list[str]) -> str:
     base, sha = default_branch(root)
     head = git(root, "rev-parse", "HEAD").strip()
     if head != sha:
+        branch = local_branch(root, base)
+        pull = " and `git pull --ff-only`" if base.startswith("origin/") else ""
         raise GitError(
             f"--emergency applies the default branch's program, but HEAD is {head[:12]}, not "
-            f"{base} ({sha[:12]}): run `git switch {base.removeprefix('origin/')}` and "
-            "`git pull --ff-only` (or `git checkout --detach " + base + "`) first"
+            f"{base} ({sha[:12]}): run `git switch {branch}`{pull} (or `git checkout --detach "
+            f"{base}`) first"
         )
     dirty = git(root, "status", "--porcelain", "--untracked-files=no", "--", *PROGRAM_FILES)
     if dirty.strip():

@@ -138,6 +138,22 @@ def test_the_wrong_checkout_is_refused_before_anything(repo: Path, capsys) -> No
     assert log_of(repo) == []
 
 
+def test_the_refusal_names_a_branch_git_can_switch_to(repo: Path, capsys) -> None:
+    git(repo, "remote", "set-head", "origin", "--auto")  # as `git clone` leaves it:
+    git(repo, "branch", "-q", "--set-upstream-to", "origin/main", "main")  # origin/HEAD, upstream
+    git(repo, "checkout", "-q", "-b", "feature")
+    (repo / "x").write_text("x")
+    git(repo, "add", "x")
+    git(repo, "commit", "-qm", "elsewhere")
+    assert rollback(repo, "--emergency", "--stack", "prod") == 2
+    err = capsys.readouterr().err
+    assert "not origin/HEAD (" in err
+    assert "run `git switch main` and `git pull --ff-only` (or `git checkout --detach" in err
+    git(repo, "switch", "main")  # the advice, followed, works
+    git(repo, "pull", "-q", "--ff-only")
+    assert rollback(repo, "--emergency", "--stack", "prod") == 0
+
+
 def test_dry_run_goes_with_emergency(repo: Path, capsys) -> None:
     assert rollback(repo, "--dry-run") == 2
     assert capsys.readouterr().err == (
