@@ -40,6 +40,7 @@ from dualstack.offline.preview_data import policy_data, preview_data
 from dualstack.offline.protocol import JudgeError
 from dualstack.offline.render import RenderError, render_fleet
 from dualstack.offline.schemas import SchemaError
+from dualstack.pulumi_cli import PulumiCliError, pulumi_cli
 from dualstack.repo.baseref import default_base
 from dualstack.repo.git import GitError
 from dualstack.repo.stack_config import find_root, load_stack_config
@@ -420,9 +421,17 @@ def run_emergency(args: argparse.Namespace, root: Path) -> int:
     base = check_checkout(root, stacks)
     changed = [plan for plan in plans if plan.changes_git]
     branch = rollback_branch(root, changed, args.branch) if changed else None
+    missing = _missing_cli(stacks)
     if args.dry_run:
         _print_dry_run(plans, branch, base, args.reason)
+        if missing:
+            print(f"Note: the pulumi CLI is not on PATH, so the run would refuse: {missing}.")
         return 0
+    if missing:
+        raise PulumiCliError(
+            "--emergency runs `pulumi cancel` and `pulumi up --target` first, but the pulumi "
+            f"CLI is not on PATH; nothing was changed: {missing}"
+        )
     clock, started = time.monotonic, time.monotonic()
 
     def say(line: str) -> None:
@@ -464,6 +473,21 @@ def run_emergency(args: argparse.Namespace, root: Path) -> int:
     if changed:
         _print_pr_text(args, root, changed, applied, base)
     return EXIT_ERROR if failed or (changed and sha is None) else 0
+
+
+def _missing_cli(stacks: list[str]) -> str | None:
+    """What to do when `--emergency` cannot take its first step, checked before anything is
+    written: the Pulumi CLI is not on PATH (it runs `pulumi cancel` and `pulumi up
+    --target`). Names the way out without Pulumi (the break-glass `kubectl patch`). None
+    when the CLI is there."""
+    if pulumi_cli() is not None:
+        return None
+    which = f"--stack {stacks[0]}" if len(stacks) == 1 else "--stack S for each stack"
+    return (
+        "install it (https://www.pulumi.com/docs/install/), or without Pulumi run "
+        f"`dualstack rollback {which}` for the break-glass `kubectl patch` (README: "
+        "Break-glass)"
+    )
 
 
 def _moved_fleets(plan: StackRollback) -> tuple[Fleet, Fleet]:

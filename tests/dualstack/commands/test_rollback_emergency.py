@@ -16,6 +16,7 @@ from dualstack.cli import main
 from dualstack.repo.stackfile import read_config
 from tests.conftest import git
 from tests.support.emergency_stub import calls, install_emergency_tools, make_gitops
+from tests.support.pulumi_stub import hide_pulumi
 
 WEIGHT = "dualstack-inference:ascendWeight"
 
@@ -152,6 +153,37 @@ def test_the_refusal_names_a_branch_git_can_switch_to(repo: Path, capsys) -> Non
     git(repo, "switch", "main")  # the advice, followed, works
     git(repo, "pull", "-q", "--ff-only")
     assert rollback(repo, "--emergency", "--stack", "prod") == 0
+
+
+def test_without_the_pulumi_cli_nothing_is_written_or_committed(
+    repo: Path, monkeypatch, capsys
+) -> None:
+    hide_pulumi(monkeypatch)
+    before, head = (repo / "Pulumi.prod.yaml").read_bytes(), git(repo, "rev-parse", "HEAD")
+    assert rollback(repo, "--emergency", "--stack", "prod") == 2
+    assert capsys.readouterr().err == (
+        "error: --emergency runs `pulumi cancel` and `pulumi up --target` first, but the "
+        "pulumi CLI is not on PATH; nothing was changed: install it "
+        "(https://www.pulumi.com/docs/install/), or without Pulumi run `dualstack rollback "
+        "--stack prod` for the break-glass `kubectl patch` (README: Break-glass)\n"
+    )
+    assert (repo / "Pulumi.prod.yaml").read_bytes() == before
+    assert git(repo, "rev-parse", "HEAD") == head
+    assert git(repo, "branch", "--list", "dualstack/*") == ""
+    # the way out it names works without Pulumi: the break-glass patch
+    assert rollback(repo, "--stack", "prod") == 0
+    assert "kubectl -n inference patch virtualservices.networking.istio.io" in (
+        capsys.readouterr().out
+    )
+
+
+def test_dry_run_without_the_pulumi_cli_says_the_run_would_refuse(
+    repo: Path, monkeypatch, capsys
+) -> None:
+    hide_pulumi(monkeypatch)
+    assert rollback(repo, "--emergency", "--dry-run", "--stack", "prod") == 0
+    out = capsys.readouterr().out
+    assert "Note: the pulumi CLI is not on PATH, so the run would refuse: install it" in out
 
 
 def test_dry_run_goes_with_emergency(repo: Path, capsys) -> None:
