@@ -405,14 +405,27 @@ def run_emergency(args: argparse.Namespace, root: Path) -> int:
     """`dualstack rollback --emergency`: stop, traffic, then git (dualstack.step.traffic_first).
 
     Refuses (exit 2, nothing changed) a bad `--to`, a checkout that is not the default
-    branch's tip or has uncommitted program changes, a taken `--branch`. Exit 2 too when a
-    targeted `up` or the commit failed, after saying what did and did not happen.
+    branch's tip or has uncommitted program changes, a taken `--branch`, a machine without
+    the Pulumi CLI. Exit 2 too when a targeted `up` or the commit failed, after saying what
+    did and did not happen. With `-o json`, `dualstack/emergency-rollback/v1` on stdout (the
+    dry run's too; docs/OUTPUT.md) once the refusals are past.
     """
     if not args.emergency:
         raise UsageError(
             "--dry-run goes with --emergency (dualstack rollback --emergency --dry-run)"
         )
     check_output_file(args.body_file, "--body-file")
+    result: dict = {}
+    with human_text_to_stderr(args):
+        code = _emergency(args, root, result)
+    if wants_json(args):
+        emit(document("emergency-rollback", **result))
+    return code
+
+
+def _emergency(args: argparse.Namespace, root: Path, result: dict) -> int:
+    """`run_emergency`'s work; fills `result` with the fields of `dualstack/emergency-rollback
+    /v1` once nothing refuses any more (a refusal raises, and no document is printed)."""
     stacks = fleet(root) if args.all else [args.stack]
     plans = [
         plan_rollback(root, stack, args.to, clamp=args.all, service=args.service)
@@ -426,12 +439,14 @@ def run_emergency(args: argparse.Namespace, root: Path) -> int:
         _print_dry_run(plans, branch, base, args.reason)
         if missing:
             print(f"Note: the pulumi CLI is not on PATH, so the run would refuse: {missing}.")
+        result.update(_emergency_start(plans, args, base, branch, dry_run=True))
         return 0
     if missing:
         raise PulumiCliError(
             "--emergency runs `pulumi cancel` and `pulumi up --target` first, but the pulumi "
             f"CLI is not on PATH; nothing was changed: {missing}"
         )
+    result.update(_emergency_start(plans, args, base, branch, dry_run=False))
     clock, started = time.monotonic, time.monotonic()
 
     def say(line: str) -> None:
@@ -442,6 +457,8 @@ def run_emergency(args: argparse.Namespace, root: Path) -> int:
     for plan in plans:
         say(_written(plan))
     applied = apply_fleet(root, plans, lambda plan: _update_message(plan, args.reason), started)
+    for entry, done in zip(result["stacks"], applied, strict=True):
+        entry.update(_applied_data(done))
     lines = [
         line
         for plan, done in zip(plans, applied, strict=True)
@@ -449,7 +466,7 @@ def run_emergency(args: argparse.Namespace, root: Path) -> int:
     ]
     for at, line in sorted(lines):
         print(f"[{at:5.1f} s] {line}")
-    failed = [result for result in applied if result.error is not None]
+    failed = [done for done in applied if done.error is not None]
     sha = None
     if changed:
         try:
@@ -458,21 +475,85 @@ def run_emergency(args: argparse.Namespace, root: Path) -> int:
             say(f"git: the commit failed ({exc}): commit {_files(changed)} yourself")
         else:
             say(f"git: committed {sha} on branch {branch} ({_files(changed)}, from {base})")
-    for result in applied:
-        if result.stopped.outcome == "cancelled":
-            _print_pending(result.stack, pending_operations(root, result.stack))
+            result["commit"] = {"sha": sha, "branch": branch, "base": base}
+    for entry, done in zip(result["stacks"], applied, strict=True):
+        if done.stopped.outcome == "cancelled":
+            entry["pendingOperations"] = pending_operations(root, done.stack)
+            _print_pending(done.stack, entry["pendingOperations"])
     if sha is not None:
         print(
             "Push it and open the PR now (a deploy of the default branch restores the old "
             f"weight until it merges):\n  git push -u origin {branch}"
         )
-    for result in failed:
-        plan = next(p for p in plans if p.stack == result.stack)
-        print(f"Break-glass for {result.stack} without Pulumi (see README: Emergency SOP):")
-        print("\n".join(break_glass_lines(*_moved_fleets(plan), plan.stack)))
+    for done in failed:
+        plan = next(p for p in plans if p.stack == done.stack)
+        print(f"Break-glass for {done.stack} without Pulumi (see README: Emergency SOP):")
+        lines = break_glass_lines(*_moved_fleets(plan), plan.stack)
+        print("\n".join(lines))
+        next(e for e in result["stacks"] if e["stack"] == done.stack)["breakGlass"] = lines
     if changed:
-        _print_pr_text(args, root, changed, applied, base)
-    return EXIT_ERROR if failed or (changed and sha is None) else 0
+        result["pr"] = _print_pr_text(args, root, changed, applied, base)
+    code = EXIT_ERROR if failed or (changed and sha is None) else 0
+    result["result"] = "failed" if code else "applied"
+    return code
+
+
+def _emergency_start(
+    plans: list[StackRollback],
+    args: argparse.Namespace,
+    base: str,
+    branch: str | None,
+    dry_run: bool,
+) -> dict:
+    """The fields of `dualstack/emergency-rollback/v1` before anything ran (docs/OUTPUT.md):
+    each stack's moves and commands (the dry run's targets: the deployed weight unknown)."""
+    stacks = []
+    for plan in plans:
+        targets = targets_for(plan, {})
+        stacks.append(
+            {
+                "stack": plan.stack,
+                "services": [
+                    {
+                        "service": old.name,
+                        "fromWeight": old.ascend_weight,
+                        "toWeight": new.ascend_weight,
+                    }
+                    for old, new in plan.moves()
+                ],
+                "changesGit": plan.changes_git,
+                "commands": _commands(plan, targets, args.reason),
+                "targets": targets,
+                "stopped": None,
+                "deployed": None,
+                "applied": None,
+                "error": None,
+                "pendingOperations": [],
+                "breakGlass": [],
+            }
+        )
+    return {
+        "dryRun": dry_run,
+        "result": "dry-run" if dry_run else "failed",
+        "reason": args.reason,
+        "base": base,
+        "branch": branch,
+        "stacks": stacks,
+        "commit": None,
+        "pr": None,
+    }
+
+
+def _applied_data(done: Applied) -> dict:
+    """One stack's outcome in `dualstack/emergency-rollback/v1`: the stop, the deployed
+    weights read ({service: %}, null when unread), the targets the up applied, its error."""
+    return {
+        "stopped": {"outcome": done.stopped.outcome, "note": done.stopped.note},
+        "deployed": dict(done.deployed) or None,
+        "targets": list(done.targets),
+        "applied": done.error is None,
+        "error": done.error,
+    }
 
 
 def _missing_cli(stacks: list[str]) -> str | None:
@@ -582,15 +663,24 @@ def _commit_message(plans: list[StackRollback], reason: str) -> str:
     return commit_message(title, notes)
 
 
+def _commands(plan: StackRollback, targets: list[str], reason: str) -> list[str]:
+    """The Pulumi commands of one stack's emergency rollback, in order: the cancel, the
+    deployed weight's read (beside it), the targeted up over `targets`."""
+    output = "services" if plan.fleet_before.declared else "ascendWeight"
+    up = up_args(plan.stack, targets, _update_message(plan, reason))
+    return [
+        f"pulumi {shlex.join(cancel_args(plan.stack))}",
+        f"pulumi stack output {output} --json --stack {plan.stack}",
+        f"pulumi {shlex.join(up)}",
+    ]
+
+
 def _print_dry_run(plans: list[StackRollback], branch: str | None, base: str, reason: str) -> None:
     print("Dry run: nothing is changed and no command is run.")
     for plan in plans:
         print(_written(plan, "would write"))
-        targets = targets_for(plan, {})
-        print(f"  pulumi {shlex.join(cancel_args(plan.stack))}")
-        output = "services" if plan.fleet_before.declared else "ascendWeight"
-        print(f"  pulumi stack output {output} --json --stack {plan.stack}  # alongside")
-        print(f"  pulumi {shlex.join(up_args(plan.stack, targets, _update_message(plan, reason)))}")
+        cancel, output, up = _commands(plan, targets_for(plan, {}), reason)
+        print(f"  {cancel}\n  {output}  # alongside\n  {up}")
         print(
             "  (targets as if the deployed weight were the ladder's top; the run reads it "
             "and targets NVIDIA's Deployment only when it must grow)"
@@ -606,10 +696,11 @@ def _print_pr_text(
     plans: list[StackRollback],
     applied: list[Applied],
     base: str,
-) -> None:
+) -> dict[str, str]:
     """The PR title and body (the offline preview of each stack, rendered after the traffic
-    moved); --body-file writes the body. A mandatory policy the lower weight would break is
-    reported, not undone: the cluster already carries the weight."""
+    moved), returned as `{"title", "body"}`; --body-file writes the body. A mandatory policy
+    the lower weight would break is reported, not undone: the cluster already carries the
+    weight."""
     bodies = []
     for plan in plans:
         result = next(r for r in applied if r.stack == plan.stack)
@@ -640,3 +731,4 @@ def _print_pr_text(
     sys.stdout.write(body)
     if args.body_file is not None:
         args.body_file.write_text(body, encoding="utf-8")
+    return {"title": title, "body": body}

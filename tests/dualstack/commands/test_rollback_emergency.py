@@ -7,14 +7,16 @@ A real git clone of a bare origin holding fixture stack files; stand-in `pulumi`
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from dualstack.cli import main
 from dualstack.repo.stackfile import read_config
-from tests.conftest import git
+from tests.conftest import REPO, git
 from tests.support.emergency_stub import calls, install_emergency_tools, make_gitops
 from tests.support.pulumi_stub import hide_pulumi
 
@@ -104,6 +106,73 @@ def test_dry_run_changes_nothing_and_runs_nothing(repo: Path, capsys) -> None:
     assert "  pulumi cancel --yes --stack prod\n" in out
     assert "  pulumi up --yes --skip-preview --refresh=false --stack prod --target " in out
     assert "git: commit Pulumi.prod.yaml on new branch dualstack/prod-rollback-0" in out
+
+
+def emergency_document(capsys) -> tuple[dict, str]:
+    """The whole of stdout as one `dualstack/emergency-rollback/v1` document, checked against
+    its JSON Schema (docs/schemas/), and stderr."""
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    schema = REPO / "docs" / "schemas" / "dualstack-emergency-rollback-v1.json"
+    jsonschema.validate(doc, json.loads(schema.read_text()))
+    assert next(iter(doc)) == "schema" and doc["schema"] == "dualstack/emergency-rollback/v1"
+    return doc, captured.err
+
+
+def test_dry_run_json_is_one_document_of_what_would_run(repo: Path, capsys) -> None:
+    assert rollback(repo, "--emergency", "--dry-run", "--stack", "prod", "-o", "json") == 0
+    doc, err = emergency_document(capsys)
+    assert "Dry run: nothing is changed and no command is run." in err  # the text: stderr
+    assert (doc["dryRun"], doc["result"], doc["commit"], doc["pr"]) == (True, "dry-run", None, None)
+    assert doc["branch"] == "dualstack/prod-rollback-0"
+    (stack,) = doc["stacks"]
+    assert stack["services"] == [{"service": "inference-service", "fromWeight": 20, "toWeight": 0}]
+    assert stack["commands"][0] == "pulumi cancel --yes --stack prod"
+    assert stack["commands"][2].startswith("pulumi up --yes --skip-preview --refresh=false")
+    assert f"  {stack['commands'][2]}\n" in err  # the text prints the same command
+    assert (stack["stopped"], stack["applied"]) == (None, None)
+    assert log_of(repo) == []
+
+
+def test_the_run_json_says_what_was_stopped_applied_and_committed(
+    repo: Path, monkeypatch, capsys
+) -> None:
+    monkeypatch.setenv("RUNNING_prod", "1")
+    monkeypatch.setenv("DEPLOYED_prod", "20")
+    assert rollback(repo, "--emergency", "--stack", "prod", "-o", "json") == 0
+    doc, err = emergency_document(capsys)
+    assert "prod: traffic applied: VirtualService" in err
+    assert doc["result"] == "applied"
+    (stack,) = doc["stacks"]
+    assert stack["stopped"] == {"outcome": "cancelled", "note": ""}
+    assert stack["deployed"] == {"inference-service": 20}
+    assert (stack["applied"], stack["error"]) == (True, None)
+    assert [t.rsplit("::", 1)[1] for t in stack["targets"]] == [
+        "inference-traffic-virtual-service",
+        "inference-monitoring-rules",
+    ]
+    assert len(stack["pendingOperations"]) == 1
+    assert doc["commit"]["branch"] == "dualstack/prod-rollback-0"
+    assert doc["commit"]["sha"] == git(repo, "rev-parse", "--short", "HEAD").strip()
+    assert doc["pr"]["title"] == "Emergency rollback: prod 20% -> 0%"
+
+
+def test_a_failed_up_json_is_failed_with_the_break_glass(repo: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("UP_RC_prod", "255")
+    assert rollback(repo, "--emergency", "--stack", "prod", "-o", "json") == 2
+    doc, _ = emergency_document(capsys)
+    assert doc["result"] == "failed"
+    (stack,) = doc["stacks"]
+    assert stack["applied"] is False and "`pulumi up --yes --skip-preview` failed" in stack["error"]
+    assert any("kubectl -n inference patch" in line for line in stack["breakGlass"])
+
+
+def test_a_refused_emergency_prints_no_document(repo: Path, monkeypatch, capsys) -> None:
+    hide_pulumi(monkeypatch)
+    assert rollback(repo, "--emergency", "--stack", "prod", "-o", "json") == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("error: --emergency runs `pulumi cancel`")
 
 
 def test_a_failed_up_still_commits_and_prints_the_break_glass(
