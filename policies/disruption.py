@@ -46,7 +46,7 @@ from policies.common import (
 )
 from policies.pins import config_pinning, pinned_hardware
 from policies.routers import routes_of
-from policies.stack_view import Item, Route, StackView, replicas, selects
+from policies.stack_view import Item, StackView, by_route, replicas, selects
 from policies.traffic_share import destination_shares, percent
 
 MIN_SERVING_REPLICAS = 2
@@ -123,10 +123,7 @@ def serving_workloads(
     no workload serving: a drain there fails a tester's request, not a user's."""
     found: dict[str, tuple[Item, str]] = {}
     for vs in view.route_objects:
-        by_route: dict[str, list[Route]] = {}
-        for route in routes_of(vs):
-            by_route.setdefault(route.route_key, []).append(route)
-        for routes in by_route.values():
+        for routes in by_route(routes_of(vs)):
             if pinning is not None and pinned_hardware(vs.kind, routes[0].entry, pinning):
                 continue
             shares = destination_shares(routes) or (None,) * len(routes)

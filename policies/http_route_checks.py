@@ -10,7 +10,7 @@ backends by the Services it routes to, told apart by the pods they reach.
 from __future__ import annotations
 
 from policies.routers import gateway_api
-from policies.stack_view import Route, StackView, destination_text
+from policies.stack_view import Route, StackView, by_route, destination_text
 
 MAX_BACKEND_WEIGHT = 1_000_000
 """HTTPRoute backendRef weights are proportions 0..1000000."""
@@ -27,10 +27,7 @@ def http_route_problems(view: StackView, ascend: set[str]) -> list[tuple[str, st
     backend (the idle one needs an explicit `weight: 0`, the default weight being 1)."""
     problems = []
     for item in view.http_routes:
-        by_rule: dict[str, list[Route]] = {}
-        for route in gateway_api.routes(item):
-            by_rule.setdefault(route.route_key, []).append(route)
-        for routes in by_rule.values():
+        for routes in by_route(gateway_api.routes(item)):
             where = f"{item.label} rule {routes[0].route_name!r}"
             bad = [r for r in routes if r.weight is None or not 0 <= r.weight <= MAX_BACKEND_WEIGHT]
             for r in bad:

@@ -93,6 +93,15 @@ class Reach:
     """Why the destination reaches no known pod, for messages; "" when it reaches some."""
 
 
+def by_route(destinations: Iterable[Route]) -> list[list[Route]]:
+    """`destinations` (a router reader's `routes(item)` of one object) grouped into its routes:
+    one list per `route_key`, routes and their destinations in the object's order."""
+    grouped: dict[str, list[Route]] = {}
+    for route in destinations:
+        grouped.setdefault(route.route_key, []).append(route)
+    return list(grouped.values())
+
+
 def fqdn(host: str, namespace: str) -> str:
     """`inference-service` in `inference` -> `inference-service.inference.svc.cluster.local`."""
     if "." not in host:

@@ -46,7 +46,14 @@ from policies.common import (
 from policies.http_route_checks import http_route_problems
 from policies.members import SERVICES_SCHEMA, per_service
 from policies.routers import all_routes, istio
-from policies.stack_view import Route, StackView, destination_text, rule_host, rule_subsets
+from policies.stack_view import (
+    Route,
+    StackView,
+    by_route,
+    destination_text,
+    rule_host,
+    rule_subsets,
+)
 from policies.traffic_share import (
     AscendShares,
     RouteShare,
@@ -202,10 +209,7 @@ def _route_problems(
     """
     problems = []
     for vs in view.virtual_services:
-        by_route: dict[str, list[Route]] = {}
-        for route in istio.routes(vs):
-            by_route.setdefault(route.route_key, []).append(route)
-        for routes in by_route.values():
+        for routes in by_route(istio.routes(vs)):
             where = f"{vs.label} route {routes[0].route_name!r}"
             bad = [r for r in routes if r.weight is None or not 0 <= r.weight <= total]
             for r in bad:

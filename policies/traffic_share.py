@@ -35,7 +35,7 @@ from policies.common import DEFAULT_ASCEND_RESOURCE, config_str, subset_name
 from policies.pins import config_pinning, pinned_hardware, reaches_only
 from policies.placement import requested_accelerators
 from policies.routers import routes_of
-from policies.stack_view import Item, Reach, Route, StackView, destination_text
+from policies.stack_view import Item, Reach, Route, StackView, by_route, destination_text
 
 
 @dataclass(frozen=True)
@@ -173,10 +173,7 @@ def ascend_shares(view: StackView, config: Mapping[str, Any]) -> AscendShares:
     pinning = config_pinning(config)
     result = AscendShares(frozenset(ascend))
     for vs in view.route_objects:
-        by_route: dict[str, list[Route]] = {}
-        for route in routes_of(vs):
-            by_route.setdefault(route.route_key, []).append(route)
-        for routes in by_route.values():
+        for routes in by_route(routes_of(vs)):
             reaches = tuple(view.reach(r) for r in routes)
             shares = destination_shares(routes)
             share = RouteShare(vs, routes[0].route_name, reaches, shares, None, None, ())

@@ -3,7 +3,7 @@ program writes them (`components/routers/`), each with the same interface:
 
 - `KIND`: the kind of object it reads (`VirtualService`, `HTTPRoute`);
 - `routes(item) -> list[Route]`: every weighted destination of every route of one object
-  (`policies.stack_view.Route`; `route_key` groups a route's destinations);
+  (`policies.stack_view.Route`; `policies.stack_view.by_route` groups them into routes);
 - `pin_value(entry, header) -> str | None`: the header value a route entry pins testers to,
   when it has exactly the shape of a tester pin (`policies.pins`).
 
