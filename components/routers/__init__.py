@@ -9,6 +9,7 @@ Every router module has the same interface:
   ({nvidia: 100 - w, ascend: w} in %, `components.traffic.route_weights`, the one weight rule);
 - `patch(settings, weights) -> list[dict]` / `kubectl_patch(...) -> str`: the JSON patch that
   sets a live object's split to `weights` (the break-glass rollback, `dualstack.step.emergency`).
+  Both build it with `components.routers.json_patch` (guarded weights, the kubectl line).
 
 Both render the same rules in the same order: a pin per backend (`testerPinning`), then the
 split (`naming.SPLIT_RULE`). The policy pack reads them back with its own readers

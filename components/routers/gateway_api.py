@@ -28,12 +28,11 @@ Same interface as `components.routers.istio`: `KIND`, `ROLE`, `renders`, `type_t
 
 from __future__ import annotations
 
-import json
-import shlex
 from typing import Any
 
 from components import resource_names as names
 from components.naming import SPLIT_RULE, direct_service_name, pin_rule_name
+from components.routers.json_patch import kubectl_patch_command, weight_patch
 from components.settings import HARDWARE, Hardware, Settings
 
 API_VERSION = "gateway.networking.k8s.io/v1"
@@ -135,22 +134,16 @@ def patch(settings: Settings, weights: dict[str, int]) -> list[dict]:
     """JSON patch setting the live HTTPRoute's split rule to `weights`, guarded by `test` ops
     that check each backendRef still names the Service we expect. The split is the rule after
     the pins, as `spec` writes it."""
-    base = f"/spec/rules/{len(pin_rules(settings))}/backendRefs"
-    tests = [
-        {"op": "test", "path": f"{base}/{i}/name", "value": direct_service_name(settings, hw)}
-        for i, hw in enumerate(HARDWARE)
-    ]
-    sets = [
-        {"op": "replace", "path": f"{base}/{i}/weight", "value": weights[hw]}
-        for i, hw in enumerate(HARDWARE)
-    ]
-    return tests + sets
+    backend_refs = f"/spec/rules/{len(pin_rules(settings))}/backendRefs"
+    services = {hw: direct_service_name(settings, hw) for hw in HARDWARE}
+    return weight_patch(backend_refs, "name", services, weights)
 
 
 def kubectl_patch(settings: Settings, weights: dict[str, int]) -> str:
     """`kubectl -n NS patch httproutes.gateway.networking.k8s.io NAME --type json -p '<patch>'`."""
-    text = json.dumps(patch(settings, weights), separators=(",", ":"))
-    return (
-        f"kubectl -n {settings.namespace} patch httproutes.gateway.networking.k8s.io "
-        f"{object_name(settings)} --type json -p {shlex.quote(text)}"
+    return kubectl_patch_command(
+        settings.namespace,
+        "httproutes.gateway.networking.k8s.io",
+        object_name(settings),
+        patch(settings, weights),
     )

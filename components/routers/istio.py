@@ -22,12 +22,11 @@ Same interface as `components.routers.gateway_api`: `KIND`, `ROLE`, `renders`, `
 
 from __future__ import annotations
 
-import json
-import shlex
 from typing import Any
 
 from components import resource_names as names
 from components.naming import SPLIT_RULE, pin_rule_name, service_host, subset_labels
+from components.routers.json_patch import kubectl_patch_command, weight_patch
 from components.settings import HARDWARE, Hardware, Settings
 
 API_VERSIONS = ("networking.istio.io/v1", "networking.istio.io/v1beta1")
@@ -111,22 +110,15 @@ def patch(settings: Settings, weights: dict[str, int]) -> list[dict]:
     """JSON patch setting the live VirtualService's split to `weights`, guarded by `test` ops
     that check each route still points at the subset we expect (else kubectl changes
     nothing). The split is the `http` route after the pins, as `spec` writes it."""
-    base = f"/spec/http/{len(_pin_routes(settings))}/route"
-    tests = [
-        {"op": "test", "path": f"{base}/{i}/destination/subset", "value": hw}
-        for i, hw in enumerate(HARDWARE)
-    ]
-    sets = [
-        {"op": "replace", "path": f"{base}/{i}/weight", "value": weights[hw]}
-        for i, hw in enumerate(HARDWARE)
-    ]
-    return tests + sets
+    routes = f"/spec/http/{len(_pin_routes(settings))}/route"
+    return weight_patch(routes, "destination/subset", {hw: hw for hw in HARDWARE}, weights)
 
 
 def kubectl_patch(settings: Settings, weights: dict[str, int]) -> str:
     """`kubectl -n NS patch virtualservices.networking.istio.io NAME --type json -p '<patch>'`."""
-    text = json.dumps(patch(settings, weights), separators=(",", ":"))
-    return (
-        f"kubectl -n {settings.namespace} patch virtualservices.networking.istio.io "
-        f"{object_name(settings)} --type json -p {shlex.quote(text)}"
+    return kubectl_patch_command(
+        settings.namespace,
+        "virtualservices.networking.istio.io",
+        object_name(settings),
+        patch(settings, weights),
     )
