@@ -27,6 +27,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from dualstack.ci.gitlab_note import GitLabNoteError, MergeRequest, upsert_note
 from dualstack.ci.junit import junit_xml, suites, summary_markdown
@@ -49,8 +50,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     steps = parser.add_subparsers(dest="step", required=True, metavar="STEP")
 
-    changes = steps.add_parser(
+    changes = _step(
+        steps,
         "changed-stacks",
+        run_changed_stacks,
         help="stacks touched since BASE, deploy order (non-production first)",
         description="Print the stacks whose Pulumi.<stack>.yaml changed between the merge base "
         "of BASE and HEAD (every stack when the program changed), space-separated or as JSON.",
@@ -63,10 +66,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     changes.add_argument("--head", default="HEAD", metavar="GIT_REF")
     changes.add_argument("--json", action="store_true", help="print a JSON list (a job matrix)")
-    changes.set_defaults(func=run_changed_stacks)
 
-    merged = steps.add_parser(
+    merged = _step(
+        steps,
         "merge-result",
+        run_merge_result,
         help="the commit HEAD would land as merged into BASE (GitLab judges it)",
         description="Print the commit id of HEAD merged into BASE, built from git objects "
         "alone (git merge-tree; no head code runs): HEAD itself when it already contains BASE. "
@@ -78,10 +82,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     merged.add_argument("--head", default="HEAD", metavar="GIT_REF")
     merged.add_argument("--worktree", type=Path, metavar="DIR", help="check the result out here")
-    merged.set_defaults(func=run_merge_result)
 
-    report = steps.add_parser(
+    report = _step(
+        steps,
         "report",
+        run_report,
         help="assemble the pull-request comment; exit code is the verdict",
         description="Read DIR/<stack>/<check>.{txt,md,rc,skipped} and write the Markdown "
         "report. Exit 0 pass, 1 a mandatory policy violation or failed check, 2 an error.",
@@ -90,10 +95,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     report.add_argument("--stacks", default="", help="the changed stacks, space-separated")
     report.add_argument("--output", type=Path, required=True, help="Markdown file to write")
     report.add_argument("--heading", default="dualstack pull-request check")
-    report.set_defaults(func=run_report)
 
-    junit = steps.add_parser(
+    junit = _step(
+        steps,
         "junit",
+        run_junit,
         help="the recorded checks as JUnit XML (GitLab MR widget, GitHub check summary)",
         description="Read DIR/<stack>/ as `report` does, plus the preview's and the gate's "
         "JSON documents (offline-preview.json, gate.json), and write JUnit XML: per stack a "
@@ -107,10 +113,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--summary", type=Path, metavar="FILE", help="also append a Markdown table to FILE"
     )
     junit.add_argument("--name", default="dualstack pull-request check")
-    junit.set_defaults(func=run_junit)
 
-    note = steps.add_parser(
+    note = _step(
+        steps,
         "gitlab-note",
+        run_gitlab_note,
         help="post or update the report note on the GitLab merge request",
         description=f"Uses CI_API_V4_URL, CI_PROJECT_ID, CI_MERGE_REQUEST_IID and "
         f"{GITLAB_TOKEN_VARIABLE}; skips (exit 0) when the token is not set.",
@@ -121,10 +128,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="update an earlier report note but create none (no stack changed any more)",
     )
-    note.set_defaults(func=run_gitlab_note)
 
-    targets = steps.add_parser(
+    targets = _step(
+        steps,
         "rollback-targets",
+        run_rollback_targets,
         help="URNs for the emergency `pulumi up --target`, one per line",
         description="After `dualstack rollback` edited the stack file: the VirtualService, and "
         "NVIDIA's Deployment first when the rollback needs more NVIDIA pods. With "
@@ -149,10 +157,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="a fleet stack: the text of `pulumi stack output services --json`; prints the "
         "targets of the services the stack file lowers below their deployed weight",
     )
-    targets.set_defaults(func=run_rollback_targets)
 
-    approval = steps.add_parser(
+    approval = _step(
+        steps,
         "owner-approval",
+        run_owner_approval,
         help="print --owner-approved when the GitLab merge request's approval rules are met",
         description=f"Ask GitLab (CI_API_V4_URL, CI_PROJECT_ID, {GITLAB_TOKEN_VARIABLE}) "
         "whether the merge request (CI_MERGE_REQUEST_IID, or the one that merged --commit) "
@@ -162,10 +171,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     approval.add_argument(
         "--commit", metavar="SHA", help="the merged commit (deploy): find its merge request"
     )
-    approval.set_defaults(func=run_owner_approval)
 
-    tree = steps.add_parser(
+    tree = _step(
+        steps,
         "head-tree",
+        run_head_tree,
         help="print step|program and lay out the tree the trusted judge reads as the head",
         description="Compare the trees of --base and --head. A step changes only stack files "
         "(regular files) and documentation/tests: DIR is then the base's files with the "
@@ -182,43 +192,50 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="DIR",
         help="for a step: link DIR (the base's virtualenv) as the tree's .venv",
     )
-    tree.set_defaults(func=run_head_tree)
 
-    gl_mr = steps.add_parser(
+    gl_mr = _step(
+        steps,
         "gitlab-merge-request",
+        run_gitlab_judge_step,
         help="GitLab judge: print `IID SHA TARGET` of the merge request a webhook names",
         description="Read the merge-request iid from the webhook payload FILE, then its head "
         "sha and target branch from the API (CI_API_V4_URL, GITOPS_PROJECT, "
         f"{GITLAB_TOKEN_VARIABLE}). Exit 2 when it is not an open merge request.",
+        gitlab_step="merge-request",
     )
     gl_mr.add_argument("--payload", type=Path, required=True, metavar="FILE")
-    gl_mr.set_defaults(func=run_gitlab_judge_step, gitlab_step="merge-request")
 
-    gl_render = steps.add_parser(
+    gl_render = _step(
+        steps,
         "gitlab-head-render",
+        run_gitlab_judge_step,
         help="GitLab judge: download the merge request's untrusted head-render artifact",
         description="Extract head-render/<stack>.yaml of the successful head-render job of "
         "the merge request's pipeline for SHA into DIR (bounded; nothing else). Exit 2 when "
         "there is none.",
+        gitlab_step="head-render",
     )
     gl_render.add_argument("--iid", required=True)
     gl_render.add_argument("--sha", required=True)
     gl_render.add_argument("--output", type=Path, required=True, metavar="DIR")
-    gl_render.set_defaults(func=run_gitlab_judge_step, gitlab_step="head-render")
 
-    gl_verdict = steps.add_parser(
+    gl_verdict = _step(
+        steps,
         "gitlab-verdict",
+        run_gitlab_judge_step,
         help="GitLab judge: approve the merge request at SHA on a pass, withdraw it otherwise",
         description="The judge bot's approval is the required check (approval rule "
         "'dualstack judge'). --status is the report's exit code: 0 approves at --sha.",
+        gitlab_step="verdict",
     )
     gl_verdict.add_argument("--iid", required=True)
     gl_verdict.add_argument("--sha", required=True)
     gl_verdict.add_argument("--status", required=True)
-    gl_verdict.set_defaults(func=run_gitlab_judge_step, gitlab_step="verdict")
 
-    judge = steps.add_parser(
+    judge = _step(
+        steps,
         "judge",
+        run_judge,
         help="internal: judge a head (JSON on stdin) with this tree's code and facts",
         description="The judge protocol: render this tree's stack (the base), read the head's "
         "stack config and rendered objects as JSON on stdin, and print the base's facts, the "
@@ -232,7 +249,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     judge.add_argument(
         "--cache", type=Path, metavar="DIR", help="keep and reuse this base's render in DIR"
     )
-    judge.set_defaults(func=run_judge)
+
+
+def _step(
+    steps: argparse._SubParsersAction,
+    name: str,
+    func: Callable[[argparse.Namespace], int],
+    **options: Any,
+) -> argparse.ArgumentParser:
+    """The parser of the step `name`, run by `func`: `help` and `description` go to argparse,
+    every other option is a default of the parsed namespace (`gitlab_step=...`)."""
+    parser = steps.add_parser(
+        name, help=options.pop("help"), description=options.pop("description")
+    )
+    parser.set_defaults(func=func, **options)
+    return parser
 
 
 def _fail(exc: Exception) -> int:
@@ -240,10 +271,23 @@ def _fail(exc: Exception) -> int:
     return 2
 
 
+class UnsetVariables(ValueError):
+    """CI/CD variables a step needs are unset (or empty): `<what>: A, B unset`, exit 2."""
+
+
+def _variables(what: str, *names: str) -> list[str]:
+    """The values of the CI/CD variables `names`, in order; UnsetVariables naming every one
+    that is unset or empty, after `what` (the step, or why they are needed)."""
+    missing = [name for name in names if not os.environ.get(name)]
+    if missing:
+        raise UnsetVariables(f"{what}: {', '.join(missing)} unset")
+    return [os.environ[name] for name in names]
+
+
 def _guarded(step: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     try:
         return step(args)
-    except (ChangesError, GitLabNoteError) as exc:
+    except (ChangesError, GitLabNoteError, UnsetVariables) as exc:
         return _fail(exc)
 
 
@@ -311,22 +355,16 @@ def run_gitlab_note(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 0
-    missing = [
-        v
-        for v in ("CI_API_V4_URL", "CI_PROJECT_ID", "CI_MERGE_REQUEST_IID")
-        if not os.environ.get(v)
-    ]
-    if missing:
-        return _fail(ValueError(f"not in a merge-request pipeline: {', '.join(missing)} unset"))
-    body = args.file.read_text(encoding="utf-8")
-    mr = MergeRequest(
-        os.environ["CI_API_V4_URL"],
-        os.environ["CI_PROJECT_ID"],
-        os.environ["CI_MERGE_REQUEST_IID"],
-        token,
-    )
 
     def step(_args: argparse.Namespace) -> int:
+        api, project, iid = _variables(
+            "not in a merge-request pipeline",
+            "CI_API_V4_URL",
+            "CI_PROJECT_ID",
+            "CI_MERGE_REQUEST_IID",
+        )
+        body = args.file.read_text(encoding="utf-8")
+        mr = MergeRequest(api, project, iid, token)
         action, note_id = upsert_note(mr, body, create=not args.update_only)
         print(f"gitlab-note: {action} note {note_id}", file=sys.stderr)
         return 0
@@ -368,17 +406,13 @@ def run_owner_approval(args: argparse.Namespace) -> int:
     if not token:
         print(f"owner-approval: no {GITLAB_TOKEN_VARIABLE}: not approved", file=sys.stderr)
         return 0
-    needed = ["CI_API_V4_URL", "CI_PROJECT_ID"]
-    needed += [] if args.commit else ["CI_MERGE_REQUEST_IID"]
-    missing = [name for name in needed if not os.environ.get(name)]
-    if missing:
-        return _fail(ValueError(f"owner-approval: {', '.join(missing)} unset"))
-    api, project = os.environ["CI_API_V4_URL"], os.environ["CI_PROJECT_ID"]
 
     def step(_args: argparse.Namespace) -> int:
-        iid = os.environ.get("CI_MERGE_REQUEST_IID", "")
-        if args.commit:
-            iid = merge_request_of(api, project, args.commit, token)
+        pipeline = [] if args.commit else ["CI_MERGE_REQUEST_IID"]  # deploy: the commit's
+        api, project, *iid = _variables(
+            "owner-approval", "CI_API_V4_URL", "CI_PROJECT_ID", *pipeline
+        )
+        iid = merge_request_of(api, project, args.commit, token) if args.commit else iid[0]
         state = approved(MergeRequest(api, project, iid, token))
         print(f"owner-approval: !{iid} {'approved' if state else 'not approved'}", file=sys.stderr)
         if state:
@@ -407,18 +441,9 @@ def run_head_tree(args: argparse.Namespace) -> int:
 def run_gitlab_judge_step(args: argparse.Namespace) -> int:
     from dualstack.ci import gitlab_judge
 
-    missing = [
-        name
-        for name in ("CI_API_V4_URL", "GITOPS_PROJECT", GITLAB_TOKEN_VARIABLE)
-        if not os.environ.get(name)
-    ]
-    if missing:
-        return _fail(ValueError(f"{args.step}: {', '.join(missing)} unset"))
-    gitops = gitlab_judge.GitLabProject(
-        os.environ["CI_API_V4_URL"], os.environ["GITOPS_PROJECT"], os.environ[GITLAB_TOKEN_VARIABLE]
-    )
-
     def step(args: argparse.Namespace) -> int:
+        names = ("CI_API_V4_URL", "GITOPS_PROJECT", GITLAB_TOKEN_VARIABLE)
+        gitops = gitlab_judge.GitLabProject(*_variables(args.step, *names))
         if args.gitlab_step == "merge-request":
             iid = gitlab_judge.payload_iid(args.payload)
             sha, target = gitlab_judge.merge_request_facts(gitops, iid)

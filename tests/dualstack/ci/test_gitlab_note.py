@@ -165,3 +165,18 @@ def test_cli_skips_cleanly_without_a_token(tmp_path: Path, monkeypatch, capsys) 
     report.write_text("x", encoding="utf-8")
     assert main(["ci", "gitlab-note", str(report)]) == 0
     assert "GITLAB_API_TOKEN is not set" in capsys.readouterr().err
+
+
+def test_cli_outside_a_merge_request_pipeline_names_the_unset_variables(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    monkeypatch.setenv("GITLAB_API_TOKEN", TOKEN)
+    monkeypatch.setenv("CI_API_V4_URL", "http://127.0.0.1:9/api/v4")  # never called
+    for name in ("CI_PROJECT_ID", "CI_MERGE_REQUEST_IID"):
+        monkeypatch.delenv(name, raising=False)
+    report = tmp_path / "report.md"
+    report.write_text("x", encoding="utf-8")
+    assert main(["ci", "gitlab-note", str(report)]) == 2
+    assert capsys.readouterr().err == (
+        "error: not in a merge-request pipeline: CI_PROJECT_ID, CI_MERGE_REQUEST_IID unset\n"
+    )

@@ -59,6 +59,23 @@ def test_without_a_token_nothing_is_approved(gitlab, monkeypatch, capsys):
     assert gitlab.requests == []
 
 
+def test_outside_a_merge_request_pipeline_nothing_is_asked(gitlab, monkeypatch, capsys):
+    """Without --commit the merge request is the pipeline's: CI_MERGE_REQUEST_IID is needed."""
+    monkeypatch.delenv("CI_MERGE_REQUEST_IID", raising=False)
+    monkeypatch.delenv("CI_PROJECT_ID")
+    assert approval(capsys) == (
+        2,
+        "",
+        "error: owner-approval: CI_PROJECT_ID, CI_MERGE_REQUEST_IID unset\n",
+    )
+    assert approval(capsys, "--commit", "abc1") == (
+        2,
+        "",
+        "error: owner-approval: CI_PROJECT_ID unset\n",
+    )
+    assert gitlab.requests == []
+
+
 def test_a_refusing_api_is_exit_2_not_an_approval(gitlab, monkeypatch, capsys):
     monkeypatch.setenv("CI_MERGE_REQUEST_IID", "7")
     monkeypatch.setenv("GITLAB_API_TOKEN", "wrong")
