@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 import subprocess
+import sys
+import sysconfig
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +18,23 @@ import pytest
 from tests.pipelines.pipeline_harness import GITLAB_JUDGE, REPO, WORKFLOWS, gitlab_job, load_yaml
 from tests.pipelines.trusted_lint import command_words, lint_github_job, lint_gitlab_job
 
-ZIZMOR = REPO / ".venv" / "bin" / "zizmor"
+
+def zizmor_binary() -> Path:
+    """The locked zizmor (requirements-dev.lock) that `make venv` installed: in the scripts folder
+    of the interpreter running the tests, else the repo's .venv, else on PATH. A missing one is a
+    failure naming where it looked (the audit must run, never be skipped)."""
+    places = [
+        Path(sysconfig.get_path("scripts")),
+        Path(sys.executable).parent,
+        REPO / ".venv" / "bin",
+    ]
+    for folder in places:
+        if (folder / "zizmor").is_file():
+            return folder / "zizmor"
+    found = shutil.which("zizmor")
+    if found:
+        return Path(found)
+    pytest.fail(f"zizmor not found in {', '.join(map(str, places))} nor on PATH: run `make venv`")
 
 
 def judge_job() -> dict[str, Any]:
@@ -116,7 +135,7 @@ def test_command_words_sees_through_substitutions_pipes_and_assignments() -> Non
 
 def zizmor(path: Path) -> list[dict[str, Any]]:
     done = subprocess.run(
-        [str(ZIZMOR), "--offline", "--no-progress", "--format", "json", str(path)],
+        [str(zizmor_binary()), "--offline", "--no-progress", "--format", "json", str(path)],
         capture_output=True,
         text=True,
         timeout=120,
