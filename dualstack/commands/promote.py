@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from components.settings import Settings, SettingsError, load_fleet, load_settings
+from components.settings import Settings, load_settings
 from dualstack.cli import VERBS
 from dualstack.commands.gate_options import add_gate_arguments, gate_setup
 from dualstack.commands.machine import (
@@ -29,7 +29,8 @@ from dualstack.offline.preview_data import policy_data, preview_data
 from dualstack.pulumi_cli import StackOutputError, deployed_weight_of
 from dualstack.repo.baseref import default_base, describe
 from dualstack.repo.stack_config import find_root, load_stack_config
-from dualstack.repo.stackfile import read_config_at, stack_path
+from dualstack.repo.stackfile import stack_path
+from dualstack.step.pending import git_step
 from dualstack.step.pr_text import promotion_body, promotion_title
 from dualstack.step.publish import (
     CommitPlan,
@@ -79,26 +80,18 @@ def _where(stack: str, settings: Settings) -> str:
     return f"stack {stack}{member}"
 
 
-def _check_pending(root: Path, stack: str, settings: Settings, base: str | None) -> None:
+def _check_pending(
+    root: Path, stack: str, settings: Settings, base: str | None, base_ref: str | None
+) -> None:
     """Refuse when the working tree's weight already differs from the base's: a step (or a
-    rollback) is written but not landed, and another step on top would skip a rung."""
-    if base is None:
-        return
-    config = read_config_at(root, stack, base)
-    if config is None:
-        return  # a new stack: nothing deployed from git yet
-    try:
-        base_settings = load_fleet(config).members.get(settings.name)
-    except SettingsError:
-        return  # the preview reports a base that no longer validates, and judges a first deploy
-    if base_settings is None:
-        return  # a new service of the fleet: judged as a first deploy
-    base_weight = base_settings.ascend_weight
-    if base_weight != settings.ascend_weight:
+    rollback) is written but not landed, and another step on top would skip a rung.
+    `base_ref`: the `--base` the user gave (named as given), else None."""
+    name = describe(root, base_ref) if base_ref is not None else None
+    step = git_step(root, stack, settings, base, base_name=name)
+    if step is not None:
         raise UsageError(
-            f"{_where(stack, settings)}: {settings.weight_key} is {settings.ascend_weight}% in "
-            f"the working tree but {base_weight}% at {describe(root, base)}: a step is already "
-            "pending; land and deploy it (or revert it) before promoting again"
+            f"{_where(stack, settings)}: {settings.weight_key} is {step.where}: a step is "
+            f"already pending; {step.to_do} (or revert it) before promoting again"
         )
 
 
@@ -191,7 +184,7 @@ def _promote(
     if plan is not None:
         branch = choose_branch(root, branch)
     base = args.base if args.base is not None else default_base(root)
-    _check_pending(root, args.stack, settings, base)
+    _check_pending(root, args.stack, settings, base, args.base)
     _check_deployed(root, args.stack, settings)
     report, gate_markdown = None, None
     if reason is None:

@@ -23,9 +23,10 @@ from dualstack.gate.prometheus import PrometheusClient, PrometheusError, check_u
 from dualstack.gate.promotion import traffic_status
 from dualstack.pulumi_cli import Deployed, deployed_weight, deployed_weights
 from dualstack.redaction import redact
-from dualstack.repo.baseref import default_base, describe
+from dualstack.repo.baseref import default_base
 from dualstack.repo.stack_config import find_root, load_stack_config
 from dualstack.repo.stackfile import StackFileError, read_config_at
+from dualstack.step.pending import git_step
 from dualstack.step.weights import ladder_text
 
 
@@ -58,12 +59,9 @@ def pending_step(
     """
     weight = settings.ascend_weight
     at_base = at_base if at_base is not None else base_fleet(root, stack, base)
-    then = at_base.members.get(settings.name) if at_base is not None else None
-    if then is not None and then.ascend_weight != weight and base is not None:
-        return (
-            f"{weight}% in the working tree, {then.ascend_weight}% at {describe(root, base)}: "
-            "commit, merge and deploy that step, or revert it"
-        )
+    step = git_step(root, stack, settings, base, at_base)
+    if step is not None:
+        return f"{step.where}: {step.to_do}, or revert it"
     if deployed.weight is not None and deployed.weight != weight:
         return f"deployed {deployed.weight}%, git {weight}%: deploy the merged step, or revert it"
     return None
@@ -129,7 +127,8 @@ def format_status(status: dict[str, Any], settings: Settings) -> str:
     """The human block of one single-service stack."""
     stack, weight, step = status["stack"], status["ascendWeight"], status["nextStep"]
     if status.get("pending"):
-        next_text = f"none until the pending step is settled: {status['pending']}"
+        after = "none (the top of the ladder)" if step is None else f"{step}%"
+        next_text = f"{after} after the pending step: {status['pending']}"
     elif step is None:
         next_text = "none: the migration is complete"
     else:

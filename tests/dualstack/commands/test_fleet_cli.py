@@ -177,7 +177,7 @@ def test_promote_refuses_a_pending_step_of_the_same_service_only(repo, capsys, m
     err = capsys.readouterr().err
     assert err.startswith(
         "error: stack fleet, service embedder: services.embedder.ascendWeight is 50% in the "
-        "working tree but 20% at "
+        "working tree (not committed), 20% at HEAD ("
     )
 
 

@@ -108,7 +108,7 @@ def test_status_exits_3_on_a_pending_step(repo, capsys):
     code = main(["-C", str(repo), "status", "-s", "prod"])
     out = capsys.readouterr().out
     assert code == 3
-    assert "none until the pending step is settled: 20% in the working tree, 5% at " in out
+    assert "50% after the pending step: 20% in the working tree (not committed), 5% at " in out
     assert main(["-C", str(repo), "status", "-s", "staging"]) == 0
 
 

@@ -78,10 +78,40 @@ def test_a_step_written_but_not_landed_is_not_a_next_step(git_repo, capsys, monk
     assert main(["-C", str(git_repo), "status", "--stack", "prod"]) == 3
     line = next(x for x in capsys.readouterr().out.splitlines() if "next step" in x)
     assert line.startswith(
-        "  next step     none until the pending step is settled: 20% in the working tree, 5% at "
+        "  next step     50% after the pending step: 20% in the working tree (not committed), "
+        "5% at HEAD ("
     )
     assert line.endswith("commit, merge and deploy that step, or revert it")
     assert "promote" not in line
+
+
+def test_a_committed_and_pushed_step_reads_the_same_in_text_and_json(
+    git_repo, tmp_path, capsys, monkeypatch
+):
+    """The step on its own branch, pushed: status says merge it (not commit it), and its text
+    names the same next step as the JSON's nextStep."""
+    hide_pulumi(monkeypatch)
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+    git(git_repo, "remote", "add", "origin", str(origin))
+    git(git_repo, "push", "-q", "origin", "main")
+    git(git_repo, "fetch", "-q", "origin")
+    base = git(git_repo, "rev-parse", "--short", "HEAD").strip()
+    git(git_repo, "switch", "-q", "-c", "prod-ascend-20")
+    set_config_values(git_repo, "prod", {"ascendWeight": 20})
+    git(git_repo, "commit", "-qam", "prod: Ascend 5 -> 20")
+    git(git_repo, "push", "-q", "-u", "origin", "prod-ascend-20")
+    assert main(["-C", str(git_repo), "status", "--stack", "prod"]) == 3
+    line = next(x for x in capsys.readouterr().out.splitlines() if "next step" in x)
+    assert line == (
+        "  next step     50% after the pending step: 20% committed on prod-ascend-20, 5% at "
+        f"the merge base with the default branch ({base}): merge and deploy that step, or "
+        "revert it"
+    )
+    assert main(["-C", str(git_repo), "status", "--stack", "prod", "-o", "json"]) == 3
+    (prod,) = json.loads(capsys.readouterr().out)["stacks"]
+    assert prod["nextStep"] == 50
+    assert prod["pending"] == line.split("after the pending step: ", 1)[1]
 
 
 def test_a_merged_but_undeployed_step_is_not_a_next_step(git_repo, tmp_path, monkeypatch, capsys):

@@ -38,8 +38,10 @@ def test_a_second_promote_on_top_of_a_pending_step_is_refused(git_repo, capsys):
     capsys.readouterr()
     assert dualstack(git_repo, "promote", "--stack", "prod", *SKIP) == 2
     err = one_error_line(capsys.readouterr().err)
-    assert "stack prod: ascendWeight is 20% in the working tree but 5% at" in err
-    assert "a step is already pending" in err
+    assert (
+        "stack prod: ascendWeight is 20% in the working tree (not committed), 5% at HEAD ("
+    ) in err
+    assert "a step is already pending; commit, merge and deploy that step (or revert it)" in err
     assert stack_bytes(git_repo) == pending  # still the one step 5 -> 20, not 50
     assert weight(git_repo) == "20"
 
