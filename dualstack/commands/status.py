@@ -197,16 +197,37 @@ def _mirror_text(settings: Settings) -> str:
 
 
 def _traffic_rows(traffic: dict[str, Any] | None) -> list[tuple[str, str]]:
-    """`split` and `bake` rows from `traffic_status` (or the error that prevented them)."""
+    """`rung`, `split` and `bake` rows from `traffic_status` (or the error that prevented
+    them). The rung row says when the recorded rung is not the stack file's, in the gate's
+    words (`data taken at 5% Ascend; the stack file says 20%`): the split and bake below are
+    then the recorded rung's, not the step git holds."""
     if traffic is None:
         return []
     if "error" in traffic:
         return [("split", f"unknown: {traffic['error']}")]
     split, bake = traffic["split"], traffic["bake"]
+    recorded, in_file = traffic["rung"], traffic["stackFileRung"]
+    if recorded is None:
+        rung = f"not recorded by the deployed rules: judged at the stack file's {in_file}"
+    elif traffic["rungDiffers"]:
+        rung = (
+            f"DIFFERS: data taken at {recorded} Ascend; the stack file says {in_file}: the step "
+            f"is not deployed (deploy it, or revert it); the split and bake below are {recorded}'s"
+        )
+    else:
+        rung = f"{recorded}, recorded by the deployed rules as the stack file says"
     return [
+        ("rung", rung),
         ("split", f"{split['status']}: {split['detail']} (last {traffic['window']})"),
         ("bake", f"{bake['status']}: {bake['detail']}"),
     ]
+
+
+def _rung_drift(status: dict[str, Any], traffic: dict[str, Any] | None) -> None:
+    """With `traffic` from Prometheus: a recorded rung that is not the stack file's is drift
+    (exit 3), as a deployed weight that differs from git is."""
+    if traffic is not None and traffic.get("rungDiffers"):
+        status["drift"] = True
 
 
 def observed_traffic(args: argparse.Namespace, settings: Settings) -> dict[str, Any] | None:
@@ -233,13 +254,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="For each Pulumi.<stack>.yaml: the Ascend weight, its place on the "
         "ladder, the next step, the verified Ascend image, and whether the deployed weight "
         "(asked from the Pulumi backend when the CLI is installed) differs from git; with "
-        "--prometheus, whether the split landed and how long the rung has held. A fleet "
+        "--prometheus, the rung the deployed rules record (drift when it is not the stack "
+        "file's), whether the split landed and how long the rung has held. A fleet "
         "stack (`services`) shows a table: service, weight, rung, next rung, verified, "
         "deployed, pending (--service NAME: that service only). While a step "
         "is pending (the working tree differs from the default branch, or the deployed weight "
         "from git) the next step says what to settle first. "
-        "Exit 0 every stack in sync, 3 a deployed weight differs from git or a step is "
-        "pending (a drift alarm), 2 a stack's config is invalid.",
+        "Exit 0 every stack in sync, 3 a deployed (or recorded) weight differs from git or a "
+        "step is pending (a drift alarm), 2 a stack's config is invalid.",
     )
     add_stack_argument(parser, many=True)
     add_service_argument(parser)
@@ -285,6 +307,8 @@ def _one_stack(
         traffic = observed_traffic(args, settings)
         if traffic is not None:
             status["traffic"] = status["services"][0]["traffic"] = traffic
+            _rung_drift(status, traffic)
+            _rung_drift(status["services"][0], traffic)
         return status, format_status(status, settings)
     chosen = [fleet.member(service)] if service is not None else list(fleet)
     deployed = deployed_weights(root, stack, [s.name for s in chosen])
@@ -296,6 +320,7 @@ def _one_stack(
         traffic = observed_traffic(args, settings)
         if traffic is not None:
             one["traffic"] = traffic
+            _rung_drift(one, traffic)
         services.append(one)
     status = fleet_status(stack, fleet, services)
     return status, format_fleet(status, fleet)

@@ -17,7 +17,7 @@ from dualstack.gate.data import DEFAULT_BOUNDS, DataBounds
 from dualstack.gate.durations import parse_window
 from dualstack.gate.prometheus import PrometheusClient
 from dualstack.gate.queries import Progress
-from dualstack.gate.rung import judged_step, window_rung
+from dualstack.gate.rung import Rung, judged_step, window_rung
 from dualstack.gate.split import request_counts, split_criterion
 
 TRAFFIC_KEYS = ("requests", "error-ratio", "p99-latency")
@@ -80,9 +80,10 @@ def _to(target: int | None) -> str:
 def traffic_status(
     settings, client: PrometheusClient, window: str, at: float, bounds: DataBounds = DEFAULT_BOUNDS
 ) -> dict[str, object]:
-    """What `dualstack status` shows of the traffic: the recorded rung, whether the split
-    landed (observed against expected Ascend share) and how long the rung has held, as plain
-    data. Raises PrometheusUnavailable / PrometheusError like the gate."""
+    """What `dualstack status` shows of the traffic: the recorded rung (and whether it differs
+    from the stack file's: a step written but not deployed), whether the split landed
+    (observed against expected Ascend share) and how long the rung has held, as plain data.
+    Raises PrometheusUnavailable / PrometheusError like the gate."""
     window_seconds = parse_window(window)
     rung = window_rung(settings, client, window_seconds, at)
     split = split_criterion(
@@ -90,9 +91,12 @@ def traffic_status(
     )
     judged = judged_step(settings, rung)
     bake = bake_criterion(settings, client, judged, rung.mirror, rung, at, bounds)
+    file_rung = Rung(settings.ascend_weight, settings.mirror_percent, recorded=False)
     return {
         "window": window,
         "rung": rung.text if rung.recorded else None,
+        "stackFileRung": file_rung.text,
+        "rungDiffers": rung.recorded and rung.text != file_rung.text,
         "split": {
             "status": split.status,
             "observed": split.ascend,

@@ -12,6 +12,7 @@ import json
 import re
 from pathlib import Path
 
+import jsonschema
 import pytest
 import yaml
 
@@ -24,7 +25,7 @@ from components.monitoring.metric_names import (
 )
 from components.settings import PROJECT
 from dualstack.cli import main
-from tests.conftest import git
+from tests.conftest import REPO, git
 from tests.support.prometheus_server import Series, prometheus_over
 
 END = 1_700_200_020  # a whole minute
@@ -55,6 +56,8 @@ def rates(ascend_share: list[tuple[float, float]], total: float = 10.0):
 # of counted requests over time (None: no Ascend series at all), Ascend 5xx ratio.
 SCENARIOS = {
     "landed": ([(START, 0.2)], None, [(START, 0.2)], 0.004),
+    # 5% recorded and serving, for a day and more; the stack file says 20%: merged, not deployed
+    "not-deployed": ([(START, 0.05)], None, [(START, 0.05)], 0.004),
     "never-landed": ([(START, 0.2)], None, [(START, 0.0)], 0.004),
     "never-landed-absent": ([(START, 0.2)], None, None, 0.004),
     "changed": (
@@ -82,6 +85,7 @@ SCENARIOS = {
 }
 WEIGHTS = {  # what each stack file says
     "landed": 20,
+    "not-deployed": 20,
     "never-landed": 20,
     "never-landed-absent": 20,
     "changed": 20,
@@ -431,6 +435,41 @@ def test_status_shows_whether_the_split_landed_and_how_long_the_rung_held(
     assert status["traffic"]["bake"]["held"] == "held >= 24h"  # proven over the bake window
 
 
+def test_status_at_a_recorded_rung_git_has_left_is_drift(project, prometheus, capsys):
+    """The split passes at the recorded 5%, but git says 20%: status says the step is not
+    deployed, in the gate's words, and exits 3 (drift), text and JSON alike."""
+    argv = ["-C", str(project), "status", "--prometheus", prometheus, "--at", str(END)]
+    assert main([*argv, "--stack", "not-deployed"]) == 3
+    out = capsys.readouterr().out
+    assert (
+        "  rung          DIFFERS: data taken at 5% Ascend; the stack file says 20%: the step is "
+        "not deployed (deploy it, or revert it); the split and bake below are 5%'s\n"
+        "  split         PASS: observed 5.00% of requests on Ascend, expected 5.00% at the "
+        "recorded rung 5% (last 30m)\n"
+    ) in out
+    assert gate(project, prometheus, "not-deployed") == 0  # the step 5 -> 20 may go ahead
+    out = capsys.readouterr().out  # and the gate's header says the same
+    assert "data taken at 5% Ascend; the stack file says 20%" in out
+    assert "Note: Judged step: 5% -> 20%." in out
+    assert main([*argv, "--stack", "not-deployed", "-o", "json"]) == 3
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(
+        doc, json.loads((REPO / "docs/schemas/dualstack-status-v1.json").read_text())
+    )
+    [status] = doc["stacks"]
+    assert status["drift"] is True and status["services"][0]["drift"] is True
+    traffic = status["traffic"]
+    assert (traffic["rung"], traffic["stackFileRung"], traffic["rungDiffers"]) == (
+        "5%",
+        "20%",
+        True,
+    )
+    assert main([*argv, "--stack", "landed"]) == 0  # recorded as the stack file says
+    assert "  rung          20%, recorded by the deployed rules as the stack file says\n" in (
+        capsys.readouterr().out
+    )
+
+
 def test_status_without_an_answering_prometheus_still_shows_the_rest(project, capsys):
     from tests.support.prometheus_server import free_port
 
@@ -442,10 +481,6 @@ def test_status_without_an_answering_prometheus_still_shows_the_rest(project, ca
 
 
 def test_gate_json_carries_the_split_the_bake_and_the_judged_step(project, prometheus, capsys):
-    import jsonschema
-
-    from tests.conftest import REPO
-
     argv = ["-C", str(project), "gate", "-s", "mirror", "--prometheus", prometheus]
     assert main([*argv, "--at", str(END), "-o", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -487,8 +522,9 @@ def test_a_fleet_members_split_and_bake_are_judged_on_its_own_series(project, pr
 
 def test_status_of_a_fleet_shows_each_services_split(project, prometheus, capsys):
     argv = ["-C", str(project), "status", "--stack", FLEET, "--prometheus", prometheus]
-    assert main([*argv, "--at", str(END)]) == 0
+    assert main([*argv, "--at", str(END)]) == 3  # embedder's rules record 5%, its file 20%
     out = capsys.readouterr().out
+    assert "  embedder rung: DIFFERS: data taken at 5% Ascend; the stack file says 20%" in out
     assert (
         "  chat split: PASS: observed 20.00% of requests on Ascend, expected 20.00% at the "
         "recorded rung 20% (last 30m)"
