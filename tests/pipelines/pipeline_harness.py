@@ -22,6 +22,10 @@ from typing import Any
 
 import yaml
 
+from tests.conftest import git
+from tests.pipelines.pipeline_stubs import install_stubs, make_gitops
+from tests.support.judge_repos import PROD, STAGING, write_stack
+
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO / ".github" / "workflows"
 GITLAB_CI = REPO / ".gitlab-ci.yml"
@@ -338,3 +342,40 @@ def run_gitlab_job(
         done.stdout += after.stdout
         done.stderr += after.stderr
     return done
+
+
+# ---------------------------------------------------------------- the world a job runs in
+
+
+def fixture_stacks(clone: Path, prod: Mapping[str, Any] | None = None) -> None:
+    """Replace the copied stack files by the judge's fixtures (prod at 5 with the v1.2.3 pair
+    verified, or `prod`; staging at 20) on main, pushed: nothing here reads the committed
+    values."""
+    write_stack(clone, "prod", dict(PROD if prod is None else prod))
+    write_stack(clone, "staging", STAGING)
+    git(clone, "commit", "-qam", "fixture stacks")
+    git(clone, "push", "-q", "origin", "main")
+    git(clone, "fetch", "-q", "origin")
+
+
+def gitops_world(
+    tmp: Path, *, fixtures: bool = False, prod: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """What a pipeline test runs a job in, under `tmp`: `repo`, a clone of the bare `origin`
+    holding this tree's code and the fixture stack files on main (`make_gitops`: prod at 5,
+    staging at 20); the stubs first on PATH (`install_stubs`); `log`, where they record their
+    calls; and `env`, the job's environment. With `fixtures` (or a `prod` config) main's stack
+    files are the judge's fixtures instead (`fixture_stacks`)."""
+    clone, origin = make_gitops(tmp)
+    if fixtures or prod is not None:
+        fixture_stacks(clone, prod)
+    install_stubs(tmp / "bin")
+    log = tmp / "calls.jsonl"
+    env = {
+        "PATH": os.pathsep.join([str(tmp / "bin"), "/usr/local/bin", "/usr/bin", "/bin"]),
+        "HOME": str(tmp),
+        "STUB_LOG": str(log),
+        "STUB_BIN": str(tmp / "bin"),
+        "LANG": "C.UTF-8",
+    }
+    return {"repo": clone, "origin": origin, "log": log, "env": env}

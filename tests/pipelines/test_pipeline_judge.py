@@ -8,7 +8,6 @@ and the head's edits are real edits (`tests.pipelines.pipeline_stubs.make_gitops
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,8 @@ import pytest
 
 from dualstack.repo.stackfile import set_config_values
 from tests.conftest import git
-from tests.pipelines.pipeline_stubs import calls, install_stubs, make_gitops
+from tests.pipelines.pipeline_harness import gitops_world
+from tests.pipelines.pipeline_stubs import calls
 from tests.pipelines.test_pipeline_runs import (
     PLATFORMS,
     PR_PLATFORMS,
@@ -28,34 +28,13 @@ from tests.pipelines.test_pipeline_runs import (
 )
 from tests.support.gitlab_approvals import PROJECT, Approvals, gitlab_approvals
 from tests.support.gitlab_approvals import TOKEN as GITLAB_TOKEN
-from tests.support.judge_repos import PROD, STAGING, edit_code, write_stack
-
-
-def fixture_stacks(clone: Path, prod: dict[str, Any] | None = None) -> None:
-    """Replace the copied stack files by the fixtures (prod at 5 with the v1.2.3 pair
-    verified, staging at 20) on main, pushed: nothing here reads the committed values."""
-    write_stack(clone, "prod", PROD if prod is None else prod)
-    write_stack(clone, "staging", STAGING)
-    git(clone, "commit", "-qam", "fixture stacks")
-    git(clone, "push", "-q", "origin", "main")
-    git(clone, "fetch", "-q", "origin")
+from tests.support.judge_repos import edit_code
 
 
 @pytest.fixture
 def gitops(tmp_path: Path) -> dict[str, Any]:
     """As in test_pipeline_runs, with the project's code and fixture stacks on main."""
-    clone, origin = make_gitops(tmp_path, with_code=True)
-    fixture_stacks(clone)
-    install_stubs(tmp_path / "bin")
-    log = tmp_path / "calls.jsonl"
-    env = {
-        "PATH": os.pathsep.join([str(tmp_path / "bin"), "/usr/local/bin", "/usr/bin", "/bin"]),
-        "HOME": str(tmp_path),
-        "STUB_LOG": str(log),
-        "STUB_BIN": str(tmp_path / "bin"),
-        "LANG": "C.UTF-8",
-    }
-    return {"repo": clone, "origin": origin, "log": log, "env": env}
+    return gitops_world(tmp_path, fixtures=True)
 
 
 def pr(repo: Path, message: str = "the pull request") -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import os
 import re
 import shutil
 import sys
@@ -44,11 +43,12 @@ from tests.pipelines.pipeline_harness import (
     gitlab_job,
     gitlab_rule,
     gitlab_variables,
+    gitops_world,
     load_yaml,
     run_github_job,
     run_gitlab_job,
 )
-from tests.pipelines.pipeline_stubs import calls, install_stubs, make_gitops, set_weight
+from tests.pipelines.pipeline_stubs import calls, set_weight
 from tests.support.gitlab_approvals import PROJECT as GITLAB_PROJECT
 from tests.support.gitlab_approvals import TOKEN as GITLAB_TOKEN
 from tests.support.gitlab_approvals import Approvals, gitlab_approvals
@@ -144,17 +144,7 @@ def drop_base_checkout(repo: Path) -> None:
 @pytest.fixture
 def gitops(tmp_path: Path) -> dict[str, Any]:
     """Repo clone, stub PATH and log; main has prod at 5 and staging at 20."""
-    clone, origin = make_gitops(tmp_path)
-    install_stubs(tmp_path / "bin")
-    log = tmp_path / "calls.jsonl"
-    env = {
-        "PATH": os.pathsep.join([str(tmp_path / "bin"), "/usr/local/bin", "/usr/bin", "/bin"]),
-        "HOME": str(tmp_path),
-        "STUB_LOG": str(log),
-        "STUB_BIN": str(tmp_path / "bin"),
-        "LANG": "C.UTF-8",
-    }
-    return {"repo": clone, "origin": origin, "log": log, "env": env}
+    return gitops_world(tmp_path)
 
 
 def pr_branch(repo: Path, **weights: int) -> None:

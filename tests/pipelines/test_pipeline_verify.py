@@ -3,7 +3,6 @@ local backends, then the pull request (merge request) that records the pair."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +13,12 @@ from tests.conftest import git
 from tests.pipelines.pipeline_harness import (
     GITLAB_CI,
     WORKFLOWS,
+    gitops_world,
     load_yaml,
     run_github_job,
     run_gitlab_job,
 )
-from tests.pipelines.pipeline_stubs import calls, install_stubs, make_gitops
-from tests.pipelines.test_pipeline_judge import fixture_stacks
+from tests.pipelines.pipeline_stubs import calls
 from tests.support.judge_repos import PROD, V123, V124
 from tests.support.precision_servers import Behaviour, OpenAIServer
 
@@ -28,19 +27,8 @@ from tests.support.precision_servers import Behaviour, OpenAIServer
 def gitops(tmp_path: Path) -> dict[str, Any]:
     """A GitOps repo whose fixture prod serves the v1.2.4 pair, not yet verified (only v1.2.3
     is), with the stubs on PATH."""
-    clone, origin = make_gitops(tmp_path)
     serving = {**PROD, "nvidia": {"image": V124["nvidia"]}, "ascend": {"image": V124["ascend"]}}
-    fixture_stacks(clone, prod=serving)
-    install_stubs(tmp_path / "bin")
-    log = tmp_path / "calls.jsonl"
-    env = {
-        "PATH": os.pathsep.join([str(tmp_path / "bin"), "/usr/local/bin", "/usr/bin", "/bin"]),
-        "HOME": str(tmp_path),
-        "STUB_LOG": str(log),
-        "STUB_BIN": str(tmp_path / "bin"),
-        "LANG": "C.UTF-8",
-    }
-    return {"repo": clone, "origin": origin, "log": log, "env": env}
+    return gitops_world(tmp_path, prod=serving)
 
 
 def github_verify(world: dict[str, Any], nvidia: str, ascend: str):

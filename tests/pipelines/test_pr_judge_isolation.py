@@ -9,15 +9,14 @@ it reaches without the payload, run none of it, and post that verdict as the hea
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import git
-from tests.pipelines.pipeline_stubs import calls, install_stubs, make_gitops, set_weight
-from tests.pipelines.test_pipeline_judge import fixture_stacks
+from tests.pipelines.pipeline_harness import gitops_world
+from tests.pipelines.pipeline_stubs import calls, set_weight
 from tests.pipelines.test_pipeline_runs import (
     PLATFORMS,
     TOKEN,
@@ -37,18 +36,7 @@ exit 0
 @pytest.fixture
 def gitops(tmp_path: Path) -> dict[str, Any]:
     """As in test_pipeline_judge: this tree's code and the fixture stacks on main."""
-    clone, origin = make_gitops(tmp_path, with_code=True)
-    fixture_stacks(clone)
-    install_stubs(tmp_path / "bin")
-    log = tmp_path / "calls.jsonl"
-    env = {
-        "PATH": os.pathsep.join([str(tmp_path / "bin"), "/usr/local/bin", "/usr/bin", "/bin"]),
-        "HOME": str(tmp_path),
-        "STUB_LOG": str(log),
-        "STUB_BIN": str(tmp_path / "bin"),
-        "LANG": "C.UTF-8",
-    }
-    return {"repo": clone, "origin": origin, "log": log, "env": env}
+    return gitops_world(tmp_path, fixtures=True)
 
 
 def planted_runs(log: Path) -> list[list[str]]:
