@@ -91,3 +91,37 @@ def test_the_fixture_stacks_hold_the_articles_values():
         "Pulumi.prod.yaml",
         "Pulumi.staging.yaml",
     ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "where", "opaque"),
+    [
+        (["bash", ".ci/example-fleet"], "repo", True),  # a script the guard cannot see into
+        (["make", "checkov"], "repo", True),  # make reads the repo's Makefile by itself
+        (["git", "status"], "repo", True),
+        (["git", "-C", "{tmp}", "status"], "repo", False),  # -C elsewhere: not the repo
+        (["promtool", "check", "rules", "{tmp}/rules.yaml"], "repo", False),
+        (["promtool", "check", "rules", "{repo}/rules.yaml"], "tmp", True),  # names a repo file
+        ([sys.executable, "-m", "dualstack", "-C", "{tmp}", "render"], "repo", False),
+        (["ls"], "{repo}", True),  # a cwd of its own inside the repo
+    ],
+)
+def test_children_the_guard_cannot_see_into_are_recorded(tmp_path, argv, where, opaque):
+    """`opaque` (what .ci/suite-at-another-rung runs again at another rung) holds the starts
+    of children working in the repo or naming a file in it, and nothing else."""
+    from tests.support.committed_stacks import Guard
+
+    repo = tmp_path / "repo"
+    (repo / ".ci").mkdir(parents=True)
+    for name in (".ci/example-fleet", "rules.yaml", "Makefile"):
+        (repo / name).write_text("x\n")
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    guard = Guard(repo)
+    tokens = [a.format(tmp=other, repo=repo) for a in argv]
+    cwd = None if where in ("repo", "tmp") else where.format(repo=repo)
+    inherited = repo if where == "repo" else other
+    with contextlib.chdir(inherited):
+        guard("subprocess.Popen", (tokens[0], tokens, cwd, None))
+    assert bool(guard.opaque) is opaque, guard.opaque
+    assert guard.hits == []  # recording is not refusing

@@ -15,6 +15,12 @@ It sees, in the test process:
 It does not see what a child process opens by other means (a shell script's own `cat`).
 A hit raises `CommittedStackRead` at the call and is recorded, so the test fails even when
 the code under test catches the error and turns it into an exit code.
+
+What it cannot see, it records: a child process started in the repo (a `make`, a `bash .ci/…`,
+a `git` there) or naming a path inside it (outside `.venv`) may read the stack files by means of
+its own. `opaque` lists such starts for the current test; conftest writes the ids of the tests
+that had any to `$DUALSTACK_OPAQUE_TESTS`, and `.ci/suite-at-another-rung` runs exactly those
+again with prod moved to another rung (every other test is covered by the guard itself).
 """
 
 from __future__ import annotations
@@ -35,6 +41,10 @@ RULE = (
 )
 
 
+OPAQUE_HERE = frozenset({"git", "make", "bash", "sh"})
+"""Commands that read their working folder by themselves (a Makefile, a script, git's index)."""
+
+
 class CommittedStackRead(RuntimeError):
     """A test read a committed `Pulumi.<stack>.yaml` (in-process or through a subprocess)."""
 
@@ -46,8 +56,11 @@ class Guard:
         self.repo = os.path.realpath(repo)
         self.armed = False
         self.hits: list[str] = []
+        self.opaque: list[str] = []
 
     def __call__(self, event: str, args: tuple) -> None:
+        if event == "subprocess.Popen":
+            self._note_opaque(args[1], args[2])
         if not self.armed:
             return
         try:
@@ -77,20 +90,32 @@ class Guard:
         real = os.path.realpath(folder)
         return real == self.repo or real.startswith(self.repo + os.sep)
 
+    def _note_opaque(self, argv: object, cwd: object) -> None:
+        try:
+            tokens = _tokens(argv)
+            workdir = _root(tokens, os.fsdecode(cwd) if cwd is not None else os.getcwd())
+        except Exception:  # an argument shape the guard does not know: counted as opaque
+            self.opaque.append(repr(argv))
+            return
+        venv = os.path.join(self.repo, ".venv") + os.sep
+        named = [
+            t
+            for i, t in enumerate(tokens)
+            if (i == 0 or tokens[i - 1] != "-m")  # a module name, not a path
+            and os.path.exists(path := os.path.join(workdir, t))
+            and self._inside(path)
+            and not (os.path.realpath(path) + os.sep).startswith(venv)
+        ]
+        shell_here = os.path.basename(tokens[0]) in OPAQUE_HERE and self._inside(workdir)
+        chosen = cwd is not None or workdir != os.getcwd()  # a cwd or -C of its own
+        if named or shell_here or (chosen and self._inside(workdir)):
+            self.opaque.append(shlex.join(tokens))
+            if os.environ.get("DUALSTACK_OPAQUE_DEBUG"):
+                print(f"opaque: {shlex.join(tokens)} in {workdir}", file=sys.stderr)
+
     def _check_popen(self, argv: object, cwd: object) -> None:
-        if isinstance(argv, (str, bytes, os.PathLike)):
-            tokens = os.fsdecode(argv).split()
-        else:
-            tokens = [os.fsdecode(a) for a in argv]  # type: ignore[union-attr]
-        workdir = os.fsdecode(cwd) if cwd is not None else os.getcwd()
-        root = workdir
-        for i, token in enumerate(tokens):
-            if token in ("-C", "--cwd") and i + 1 < len(tokens):
-                root = os.path.join(workdir, tokens[i + 1])
-                break
-            if token.startswith("--cwd="):
-                root = os.path.join(workdir, token[len("--cwd=") :])
-                break
+        tokens = _tokens(argv)
+        root = _root(tokens, os.fsdecode(cwd) if cwd is not None else os.getcwd())
         if not self._inside(root):
             return
         runs_cli = os.path.basename(tokens[0]) == "dualstack" or any(
@@ -99,6 +124,23 @@ class Guard:
         names_stack = any(STACK_FILE.search(t) for t in tokens)
         if runs_cli or names_stack:
             self._refuse(f"subprocess {shlex.join(tokens)!r} in {root}")
+
+
+def _tokens(argv: object) -> list[str]:
+    if isinstance(argv, (str, bytes, os.PathLike)):
+        return os.fsdecode(argv).split()
+    return [os.fsdecode(a) for a in argv]  # type: ignore[union-attr]
+
+
+def _root(tokens: list[str], workdir: str) -> str:
+    """The folder a command works in: its `-C`/`--cwd` value (relative to `workdir`), else
+    `workdir`."""
+    for i, token in enumerate(tokens):
+        if token in ("-C", "--cwd") and i + 1 < len(tokens):
+            return os.path.join(workdir, tokens[i + 1])
+        if token.startswith("--cwd="):
+            return os.path.join(workdir, token[len("--cwd=") :])
+    return workdir
 
 
 _GUARD: Guard | None = None
