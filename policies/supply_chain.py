@@ -129,7 +129,7 @@ def _tag_pattern(args: StackValidationArgs) -> re.Pattern[str]:
     return pattern
 
 
-def _backend_image(view: StackView, config: Any, hardware: str) -> tuple[Item | None, Any, str]:
+def backend_image(view: StackView, config: Any, hardware: str) -> tuple[Item | None, Any, str]:
     """(workload, image of its first app container, problem) of one backend
     (`traffic_share.backend_workload`: behind its subset, or the one the routes reach).
 
@@ -157,7 +157,7 @@ def _image_pair_consistent(args: StackValidationArgs, report_violation: ReportVi
         args.not_applicable("no VirtualService or HTTPRoute: no backend pair in this stack")
     releases: dict[str, tuple[str, str]] = {}
     for hardware in ("nvidia", "ascend"):
-        workload, image, why = _backend_image(view, config, hardware)
+        workload, image, why = backend_image(view, config, hardware)
         if workload is None or image is None:
             report_violation(f"cannot check the {hardware} image: {why}", None)
             continue
@@ -255,7 +255,7 @@ def _nvidia_at_weight_zero(
 ) -> None:
     """At weight 0 NVIDIA serves all live traffic: an image other than the deployed one
     (`previousImages.nvidia`; unknown counts as other) must be named by a recorded pair."""
-    workload, image, why = _backend_image(view, config, "nvidia")
+    workload, image, why = backend_image(view, config, "nvidia")
     if workload is None or image is None:
         report(f"cannot check the NVIDIA image with the Ascend weight at 0%: {why}", None)
         return
@@ -300,8 +300,8 @@ def _precision_verified_before_promotion(
         if previous is not None:
             _nvidia_at_weight_zero(view, config, pairs, report_violation)
         return  # no Ascend traffic: the Ascend image is never blocked
-    workload, image, why = _backend_image(view, config, "ascend")
-    _nvidia_workload, nvidia_image, _why = _backend_image(view, config, "nvidia")
+    workload, image, why = backend_image(view, config, "ascend")
+    _nvidia_workload, nvidia_image, _why = backend_image(view, config, "nvidia")
     deployed_nvidia = _deployed_nvidia(config)
     nvidia_kept = deployed_nvidia is not None and nvidia_image == deployed_nvidia
     decrease = previous is not None and weight < previous

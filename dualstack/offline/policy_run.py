@@ -11,7 +11,9 @@ policies in `policies/` (pulumi_policy 1.21, `_PolicyAnalyzerServicer.Analyze/An
 - policy config has the `--policy-pack-config` file's shape (`{policy: {key: value}}`, plus
   `enforcementLevel` per policy or under `all`), numbers turned into floats as `Configure` does;
 - a violation under a mandatory (or remediate) level blocks, under advisory it only warns; a
-  value unknown during preview makes the policy advisory for that run, like the engine.
+  value unknown during preview makes the policy advisory for that run, like the engine;
+- a pass carries why (`policies.pass_notes`: the numbers a step policy judged, else what the
+  policy checked), which the engine has no word for.
 
 Anything a validator raises besides those is reported as a blocking violation: a crashed policy
 never counts as a pass.
@@ -42,6 +44,7 @@ from dualstack.offline.policy_results import Outcome, PolicyResult, blocking
 from dualstack.offline.policy_results import report_lines as _report_lines
 from policies import PACK_NAME, POLICIES
 from policies.common import describe
+from policies.pass_notes import pass_note
 
 __all__ = ["PolicyResult", "blocking", "report_lines", "run_policies"]
 
@@ -176,7 +179,10 @@ def run_policy(
             results.append(PolicyResult(policy.name, level.value, "advisory", run.note))
     if not results:
         skipped = [run.note for run in runs if run.ending == "not-applicable"]
-        message = f"not applicable: {skipped[0]}" if skipped and len(runs) == 1 else ""
+        if skipped and len(runs) == 1:
+            message = f"not applicable: {skipped[0]}"
+        else:
+            message = pass_note(policy, StackValidationArgs(list(resources), config))
         results.append(PolicyResult(policy.name, level.value, "pass", message))
     return results
 

@@ -13,6 +13,7 @@ from components.capacity import MIN_SERVING_REPLICAS as PROGRAM_MINIMUM
 from dualstack.offline.policy_config import pack_config
 from dualstack.offline.policy_run import run_policies
 from dualstack.offline.render import render_fleet
+from policies import POLICIES as PACK
 from policies.disruption import MIN_SERVING_REPLICAS, Budget
 from tests.conftest import cfg, find, fleet_config
 from tests.support.pack_config import single_pack_config
@@ -32,6 +33,7 @@ from tests.support.policy_objects import POLICY as POLICIES
 from tests.support.policy_objects import find as find_hand_built
 
 POLICY = "serving-disruption-budget"
+POLICY_DESCRIPTION = next(p.description for p in PACK if p.name == POLICY)
 
 
 def budget(hardware: str, **spec) -> dict:
@@ -75,7 +77,7 @@ def test_the_article_stack_keeps_a_ready_pod_at_every_rung(weight: int) -> None:
     )
     config = single_pack_config(settings.first, weight, settings.first, objects, envelope=())
     result = next(r for r in run_policies(objects, config, "prod") if r.policy == POLICY)
-    assert (result.outcome, result.message) == ("pass", "")
+    assert (result.outcome, result.message) == ("pass", POLICY_DESCRIPTION)  # what held
 
 
 def test_the_example_fleet_keeps_a_ready_pod_in_every_serving_subset() -> None:
@@ -224,7 +226,7 @@ def test_the_example_fleet_under_gateway_api_keeps_a_ready_pod_and_names_each_ro
     weights = {s.name: s.ascend_weight for s in fleet}
     config = pack_config(fleet, weights, fleet, objects, envelope=())
     results = {r.policy: r for r in run_policies(objects, config, "fleet")}
-    assert (results[POLICY].outcome, results[POLICY].message) == ("pass", "")
+    assert (results[POLICY].outcome, results[POLICY].message) == ("pass", POLICY_DESCRIPTION)
     failed = sorted(p for p, r in results.items() if r.outcome == "fail")
     assert failed == []
 

@@ -7,6 +7,7 @@ violation (named on stderr), 2 the preview could not be built.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -39,6 +40,44 @@ def test_5_to_20_passes(git_repo, capsys):
     assert f"Policies (dualstack-migration, previous weight 5%): {summary}" in out
     assert "  ok   no-unsafe-weight-jump [mandatory]" in out
     assert err == ""
+
+
+def test_a_pass_says_why(git_repo, capsys):
+    """The reviewer reads why each policy passed, as the README's pull-request flow says:
+    `no-unsafe-weight-jump` passes because 20 is the step after the deployed 5."""
+    set_config_values(git_repo, "prod", {"ascendWeight": 20})
+    code, out, _err = preview(git_repo, capsys)
+    assert code == 0, out
+    assert (
+        "  ok   no-unsafe-weight-jump [mandatory]: 20% is the ladder step after the deployed 5%\n"
+    ) in out
+    assert (
+        "  ok   ascend-weight-on-ladder [mandatory]: the routes send 20% to Ascend pods: ladder "
+        "steps (0, 5, 20, 50, 80, 100)\n"
+    ) in out
+    assert (
+        "  ok   safety-envelope-unchanged [mandatory]: nothing beyond the Ascend weight and the "
+        "verified image pair changes\n"
+    ) in out
+    assert "  ok   pool-capacity [mandatory]: Each accelerator pool holds the pods" in out
+    passes = [line for line in out.splitlines() if line.startswith("  ok ")]
+    assert passes and all(": " in line for line in passes)  # every pass carries its reason
+    code = main(["-C", str(git_repo), "preview", "-s", "prod", "--base", "main", "-o", "json"])
+    (stack,) = json.loads(capsys.readouterr().out)["stacks"]
+    jump = next(p for p in stack["policies"] if p["policy"] == "no-unsafe-weight-jump")
+    assert jump["message"] == "20% is the ladder step after the deployed 5%"
+    assert all(p["message"] for p in stack["policies"] if p["outcome"] == "pass")
+
+
+def test_a_rollback_pass_says_it_lowers_the_weight(git_repo, capsys):
+    deployed_at(git_repo, 80)
+    set_config_values(git_repo, "prod", {"ascendWeight": 0})
+    code, out, _err = preview(git_repo, capsys)
+    assert code == 0, out
+    assert (
+        "  ok   no-unsafe-weight-jump [mandatory]: 0% lowers the deployed 80% (decreases are "
+        "always allowed)\n"
+    ) in out
 
 
 def test_5_to_80_fails_naming_the_jump(git_repo, capsys):
