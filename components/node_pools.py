@@ -1,11 +1,9 @@
-"""Node pools: labels and a taint on every node of one accelerator pool (NodePatch)."""
+"""Node pools: labels and a taint on every node of one accelerator pool (NodePatch), as pure
+functions; `components.resources.AcceleratorNodePool` registers them."""
 
 from __future__ import annotations
 
-import pulumi
-import pulumi_kubernetes as k8s
-
-from components import resource_names as names
+from components.manifests import Manifest, manifest
 from components.naming import pool_taint
 from components.settings import PoolSettings
 
@@ -28,27 +26,20 @@ def node_metadata(pool: PoolSettings, node: str) -> dict[str, object]:
     return metadata
 
 
-class AcceleratorNodePool(pulumi.ComponentResource):
-    """Labels `pool=<name>` plus the pool's labels, and taints `pool=<name>:NoSchedule` plus
-    `extraTaints`, on each node of the pool, so only pods that select and tolerate the pool
-    run there. Not forced unless `forcePatch`: a conflict with `kubectl label`/`taint` then
-    fails the update instead of wiping the other owner's fields."""
-
-    node_names: pulumi.Output[list[str]]
-
-    def __init__(
-        self, name: str, pool: PoolSettings, opts: pulumi.ResourceOptions | None = None
-    ) -> None:
-        super().__init__(names.NODE_POOL_TYPE, name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        self.patches = [
-            k8s.core.v1.NodePatch(
-                f"{name}-{node}",
-                metadata=node_metadata(pool, node),
-                spec={"taints": node_taints(pool)},
-                opts=child,
-            )
-            for node in pool.nodes
-        ]
-        self.node_names = pulumi.Output.from_input(list(pool.nodes))
-        self.register_outputs({"node_names": self.node_names})
+def node_patch_manifests(name: str, pool: PoolSettings) -> list[Manifest]:
+    """One NodePatch per node of the pool, named `<name>-<node>`: labels `pool=<name>` plus
+    the pool's labels, and taints `pool=<name>:NoSchedule` plus `extraTaints`, so only pods
+    that select and tolerate the pool run there. Not forced unless `forcePatch`: a conflict
+    with `kubectl label`/`taint` then fails the update instead of wiping the other owner's
+    fields."""
+    return [
+        manifest(
+            f"{name}-{node}",
+            "v1",
+            "Node",
+            node_metadata(pool, node),
+            {"spec": {"taints": node_taints(pool)}},
+            patch=True,
+        )
+        for node in pool.nodes
+    ]

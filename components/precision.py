@@ -7,7 +7,8 @@ the ConfigMap and run as `python3 -m precision_check` in a stock Python image. T
 carries a hash of everything it runs (both images, the check settings, the prompts, the
 checker's source), so a new Ascend image means a new Job, and an unchanged stack keeps its
 finished Job. pulumi-kubernetes waits for a Job to complete (pulumi/pulumi-kubernetes#633),
-so a failed check also fails `pulumi up`.
+so a failed check also fails `pulumi up`. Pure functions: `components.resources.PrecisionCheck`
+registers `precision_manifests`.
 
 Job facts (kubernetes.io/docs/concepts/workloads/controllers/job/): `podFailurePolicy` needs
 `restartPolicy: Never`; exit code 1 (a real mismatch) fails the Job at once, while exit 2
@@ -19,17 +20,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-import pulumi
-import pulumi_kubernetes as k8s
-
 import precision_check as checker
-from components import resource_names as rn
+from components.manifests import Manifest, manifest, object_metadata
 from components.naming import direct_service_name, precision_labels, service_host
 from components.network_policy import precision_policy_spec
-from components.security import container_security_context, pull_policy, service_account
+from components.security import container_security_context, pull_policy, service_account_fields
 from components.settings import Hardware, Settings
 from components.settings.names import precision_prefix
 
@@ -43,10 +42,18 @@ RUN_AS_USER = (
 MISMATCH_EXIT_CODE = checker.EXIT_MISMATCH
 
 
+@cache
+def _checker_sources() -> tuple[tuple[str, str], ...]:
+    # Read once per process: the package does not change while a render runs.
+    return tuple(
+        (path.name, path.read_text(encoding="utf-8")) for path in sorted(PACKAGE.glob("*.py"))
+    )
+
+
 def checker_files() -> dict[str, str]:
     """The checker's Python files by name (`cli.py` -> source), as shipped in the ConfigMap
     (the prompt sets travel as `prompts.jsonl`, the one file the Job reads)."""
-    return {path.name: path.read_text(encoding="utf-8") for path in sorted(PACKAGE.glob("*.py"))}
+    return dict(_checker_sources())
 
 
 def prompts_jsonl(settings: Settings) -> str:
@@ -197,88 +204,90 @@ def job_spec(settings: Settings) -> dict[str, Any]:
     }
 
 
-def job_hash(settings: Settings) -> str:
+def job_hash(
+    settings: Settings, spec: dict[str, Any] | None = None, data: dict[str, str] | None = None
+) -> str:
     """10 hex digits of SHA-256 over the Job spec (images, check settings) and the ConfigMap
-    data (checker source, prompts): equal stacks give equal hashes."""
-    payload = json.dumps(
-        {"job": job_spec(settings), "configMap": config_map_data(settings)}, sort_keys=True
-    )
+    data (checker source, prompts): equal stacks give equal hashes. `spec` and `data`, when
+    given, are `job_spec(settings)` and `config_map_data(settings)` already built."""
+    job = job_spec(settings) if spec is None else spec
+    config_map = config_map_data(settings) if data is None else data
+    payload = json.dumps({"job": job, "configMap": config_map}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:10]
 
 
-def job_name(settings: Settings) -> str:
-    """`<service>-precision-<hash>`, e.g. `inference-service-precision-3f2a9c01de`."""
-    return f"{names(settings)['job']}-{job_hash(settings)}"
+def job_name(
+    settings: Settings, spec: dict[str, Any] | None = None, data: dict[str, str] | None = None
+) -> str:
+    """`<service>-precision-<hash>`, e.g. `inference-service-precision-3f2a9c01de` (`spec`,
+    `data`: as for `job_hash`)."""
+    return f"{names(settings)['job']}-{job_hash(settings, spec, data)}"
 
 
-def cron_job_spec(settings: Settings) -> dict[str, Any]:
-    """A CronJob re-running the same check on `schedule`; never two runs at once."""
+def cron_job_spec(settings: Settings, spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A CronJob re-running the same check on `schedule`; never two runs at once (`spec`:
+    `job_spec(settings)` already built)."""
+    job = job_spec(settings) if spec is None else spec
     return {
         "schedule": settings.precision_check.schedule,
         "concurrencyPolicy": "Forbid",
         "startingDeadlineSeconds": 600,
         "successfulJobsHistoryLimit": 3,
         "failedJobsHistoryLimit": 3,
-        "jobTemplate": {"metadata": {"labels": labels(settings)}, "spec": job_spec(settings)},
+        "jobTemplate": {"metadata": {"labels": labels(settings)}, "spec": job},
     }
 
 
-class PrecisionCheck(pulumi.ComponentResource):
-    """The precision check of one stack: ConfigMap (checker + prompts), a Job named by the
-    hash of what it checks, a CronJob when `precisionCheck.schedule` is set, the pods'
-    ServiceAccount and (unless `security.networkPolicy.enabled` is false) NetworkPolicy."""
+def precision_metadata(settings: Settings, object_name: str) -> dict[str, Any]:
+    """`metadata` of an object of the check: `object_name` in the stack's namespace, with the
+    check's labels."""
+    return object_metadata(object_name, settings.namespace, labels(settings))
 
-    config_map_name: pulumi.Output[str]
-    job_name: pulumi.Output[str]
 
-    def __init__(
-        self, name: str, settings: Settings, opts: pulumi.ResourceOptions | None = None
-    ) -> None:
-        super().__init__(rn.PRECISION_TYPE, name, None, opts)
-        object_names = names(settings)
-
-        def meta(object_name: str) -> dict[str, Any]:
-            return {
-                "name": object_name,
-                "namespace": settings.namespace,
-                "labels": labels(settings),
-            }
-
-        config_map = k8s.core.v1.ConfigMap(
+def precision_manifests(name: str, settings: Settings) -> dict[str, Manifest]:
+    """The check's objects by role, each named `<name>-<role>`, in the order they are
+    registered: `config` (ConfigMap), `service-account`, `network-policy` (unless
+    `security.networkPolicy.enabled` is false), `job` (named by `job_hash`), `cron` (when
+    `precisionCheck.schedule` is set)."""
+    object_names = names(settings)
+    spec, data = job_spec(settings), config_map_data(settings)
+    found = {
+        "config": manifest(
             f"{name}-config",
-            metadata=meta(object_names["configMap"]),
-            data=config_map_data(settings),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        account = k8s.core.v1.ServiceAccount(
+            "v1",
+            "ConfigMap",
+            precision_metadata(settings, object_names["configMap"]),
+            {"data": data},
+        ),
+        "service-account": manifest(
             f"{name}-service-account",
-            **service_account(object_names["serviceAccount"], settings.namespace, labels(settings)),
-            opts=pulumi.ResourceOptions(parent=self),
+            "v1",
+            "ServiceAccount",
+            precision_metadata(settings, object_names["serviceAccount"]),
+            service_account_fields(),
+        ),
+    }
+    if settings.security.network_policy.enabled:
+        found["network-policy"] = manifest(
+            f"{name}-network-policy",
+            "networking.k8s.io/v1",
+            "NetworkPolicy",
+            precision_metadata(settings, object_names["networkPolicy"]),
+            {"spec": precision_policy_spec(settings)},
         )
-        ready = [config_map, account]
-        if settings.security.network_policy.enabled:
-            ready.append(
-                k8s.networking.v1.NetworkPolicy(
-                    f"{name}-network-policy",
-                    metadata=meta(object_names["networkPolicy"]),
-                    spec=precision_policy_spec(settings),
-                    opts=pulumi.ResourceOptions(parent=self),
-                )
-            )
-        after_config = pulumi.ResourceOptions(parent=self, depends_on=ready)
-        job = k8s.batch.v1.Job(
-            f"{name}-job",
-            metadata=meta(job_name(settings)),
-            spec=job_spec(settings),
-            opts=after_config,
+    found["job"] = manifest(
+        f"{name}-job",
+        "batch/v1",
+        "Job",
+        precision_metadata(settings, job_name(settings, spec, data)),
+        {"spec": spec},
+    )
+    if settings.precision_check.schedule:
+        found["cron"] = manifest(
+            f"{name}-cron",
+            "batch/v1",
+            "CronJob",
+            precision_metadata(settings, object_names["cronJob"]),
+            {"spec": cron_job_spec(settings, spec)},
         )
-        if settings.precision_check.schedule:
-            k8s.batch.v1.CronJob(
-                f"{name}-cron",
-                metadata=meta(object_names["cronJob"]),
-                spec=cron_job_spec(settings),
-                opts=after_config,
-            )
-        self.config_map_name = config_map.metadata.name
-        self.job_name = job.metadata.name
-        self.register_outputs({"config_map_name": self.config_map_name, "job_name": self.job_name})
+    return found

@@ -37,6 +37,16 @@ RULES = "rules"
 DASHBOARD = "dashboard"
 
 
+def kubernetes_type(api_version: str, kind: str) -> str:
+    """The type token the Kubernetes provider registers an object under:
+    `kubernetes:<group>/<version>:<Kind>`, the core group spelt `core` (`v1` Service ->
+    `kubernetes:core/v1:Service`; `apps/v1` Deployment -> `kubernetes:apps/v1:Deployment`; a
+    CustomResource keeps its apiVersion, `kubernetes:networking.istio.io/v1:VirtualService`).
+    A server-side apply patch takes its kind with `Patch` (`NodePatch`)."""
+    group_version = api_version if "/" in api_version else f"core/{api_version}"
+    return f"kubernetes:{group_version}:{kind}"
+
+
 def child(parent: str, role: str) -> str:
     """The logical name of `parent`'s child in `role`: child("inference", "traffic") ->
     `inference-traffic`."""

@@ -32,12 +32,10 @@ def pull_policy(image: str) -> str:
     return "IfNotPresent" if digest else "Always"
 
 
-def service_account(name: str, namespace: str, labels: dict[str, str]) -> dict[str, Any]:
-    """Args of a ServiceAccount that mounts no API token into pods by default."""
-    return {
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
-        "automount_service_account_token": False,
-    }
+def service_account_fields() -> dict[str, Any]:
+    """The fields of a ServiceAccount beside its metadata: it mounts no API token into pods by
+    default."""
+    return {"automountServiceAccountToken": False}
 
 
 def container_security_context() -> dict[str, Any]:

@@ -1,4 +1,8 @@
-"""The top component and the program's `main()`: settings in, every resource out."""
+"""The top component and the program's `main()`: settings in, every resource out.
+
+The offline render walks the same tree without the engine (`dualstack.offline.direct`, checked
+against this program run under mocks); a change to which components a stack holds is made in
+both."""
 
 from __future__ import annotations
 
@@ -10,9 +14,15 @@ import pulumi.runtime.config as pulumi_config
 
 from components import ladder
 from components import resource_names as names
-from components.monitoring.component import UnifiedMonitoring, register_fleet_dashboard
-from components.node_pools import AcceleratorNodePool
-from components.precision import PrecisionCheck
+from components.monitoring.component import fleet_dashboard_manifest
+from components.resources import (
+    AcceleratorNodePool,
+    InferenceWorkload,
+    PrecisionCheck,
+    TrafficSplit,
+    UnifiedMonitoring,
+    register,
+)
 from components.settings import (
     HARDWARE,
     PROJECT,
@@ -21,8 +31,6 @@ from components.settings import (
     SettingsError,
     load_fleet,
 )
-from components.traffic import TrafficSplit
-from components.workloads import InferenceWorkload
 
 
 class ServiceComponents:
@@ -87,7 +95,7 @@ class DualStackInference(pulumi.ComponentResource):
         if fleet.declared and monitoring.enabled and monitoring.dashboard.enabled:
             # One dashboard for the fleet, a `service` variable choosing whose series it shows.
             dashboard = names.child(names.child(name, names.MONITORING), names.DASHBOARD)
-            register_fleet_dashboard(dashboard, shared, fleet.names, child)
+            register(fleet_dashboard_manifest(dashboard, shared, fleet.names), child)
         only = next(iter(self.services.values()))
         self.workloads, self.traffic = only.workloads, only.traffic
         self.register_outputs({})

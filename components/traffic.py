@@ -11,16 +11,16 @@
 Both routers render the same three rules in the same order: a pin per backend (header
 `testerPinning.header`, when enabled), then the weighted split `100 - w` / `w`
 (`route_weights`), mirroring `mirrorPercent` % of requests to Ascend at weight 0.
+
+Pure functions; `components.resources.TrafficSplit` registers `traffic_manifests`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import pulumi
-import pulumi_kubernetes as k8s
-
 from components import resource_names as names
+from components.manifests import Manifest, manifest, object_metadata
 from components.routers import gateway_api, istio
 from components.settings import TOTAL_WEIGHT, Settings
 from components.workloads import PORT_NAME
@@ -43,84 +43,49 @@ def shared_service_spec(settings: Settings) -> dict[str, Any]:
     }
 
 
-def _other_api_versions(api_version: str, kind: str) -> list[pulumi.Alias]:
-    # Changing the apiVersion changes the type token; alias it so Pulumi updates in place.
-    return [
-        pulumi.Alias(type_=f"kubernetes:{other}:{kind}")
-        for other in istio.API_VERSIONS
-        if other != api_version
-    ]
+def traffic_metadata(settings: Settings, object_name: str) -> dict[str, Any]:
+    """`metadata` of a traffic object: `object_name` in the stack's namespace, labelled
+    `app=<service>`."""
+    return object_metadata(object_name, settings.namespace, {"app": settings.service.name})
 
 
-class TrafficSplit(pulumi.ComponentResource):
-    """The shared Service and the router objects that send `ascendWeight` % to Ascend."""
-
-    virtual_service_name: pulumi.Output[str | None]
-    http_route_name: pulumi.Output[str | None]
-    weights: pulumi.Output[dict[str, int]]
-
-    def __init__(
-        self, name: str, settings: Settings, opts: pulumi.ResourceOptions | None = None
-    ) -> None:
-        super().__init__(names.TRAFFIC_TYPE, name, None, opts)
-        api_version = settings.istio.api_version
-        labels = {"app": settings.service.name}
-
-        def meta(object_name: str) -> dict[str, Any]:
-            return {"name": object_name, "namespace": settings.namespace, "labels": labels}
-
-        def child(kind: str) -> pulumi.ResourceOptions:
-            return pulumi.ResourceOptions(
-                parent=self, aliases=_other_api_versions(api_version, kind)
-            )
-
-        service = k8s.core.v1.Service(
+def traffic_manifests(name: str, settings: Settings) -> dict[str, Manifest]:
+    """The traffic objects by role (`components.resource_names`), each named `<name>-<role>`,
+    in the order they are registered: `service` (shared), and as the router renders them
+    `destination-rule` and `virtual-service` (`components.routers.istio`), `http-route`
+    (`components.routers.gateway_api`), split by `route_weights(ascendWeight)`."""
+    weights = route_weights(settings.ascend_weight)
+    found = {
+        names.SERVICE: manifest(
             names.child(name, names.SERVICE),
-            metadata=meta(settings.service.name),
-            spec=shared_service_spec(settings),
-            opts=pulumi.ResourceOptions(parent=self),
+            "v1",
+            "Service",
+            traffic_metadata(settings, settings.service.name),
+            {"spec": shared_service_spec(settings)},
         )
-        weights = route_weights(settings.ascend_weight)
-        if istio.renders(settings):
-            destination_rule = k8s.apiextensions.CustomResource(
-                names.child(name, names.DESTINATION_RULE),
-                api_version=api_version,
-                kind="DestinationRule",
-                metadata=meta(settings.istio.destination_rule_name),
-                spec=istio.destination_rule_spec(settings),
-                opts=child("DestinationRule"),
-            )
-            k8s.apiextensions.CustomResource(
-                names.child(name, istio.ROLE),
-                api_version=api_version,
-                kind=istio.KIND,
-                metadata=meta(istio.object_name(settings)),
-                spec=istio.spec(settings, weights),
-                opts=pulumi.ResourceOptions.merge(
-                    child(istio.KIND),
-                    pulumi.ResourceOptions(depends_on=[service, destination_rule]),
-                ),
-            )
-        if gateway_api.renders(settings):
-            k8s.apiextensions.CustomResource(
-                names.child(name, gateway_api.ROLE),
-                api_version=gateway_api.API_VERSION,
-                kind=gateway_api.KIND,
-                metadata=meta(gateway_api.object_name(settings)),
-                spec=gateway_api.spec(settings, weights),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[service]),
-            )
-        vs_name = istio.object_name(settings) if istio.renders(settings) else None
-        route_name = gateway_api.object_name(settings) if gateway_api.renders(settings) else None
-        self.virtual_service_name = pulumi.Output.from_input(vs_name)
-        self.http_route_name = pulumi.Output.from_input(route_name)
-        self.weights = pulumi.Output.from_input(weights)
-        self.service_name = service.metadata.name
-        self.register_outputs(
-            {
-                "virtual_service_name": self.virtual_service_name,
-                "http_route_name": self.http_route_name,
-                "weights": self.weights,
-                "service_name": self.service_name,
-            }
+    }
+    if istio.renders(settings):
+        api_version = settings.istio.api_version
+        found[names.DESTINATION_RULE] = manifest(
+            names.child(name, names.DESTINATION_RULE),
+            api_version,
+            "DestinationRule",
+            traffic_metadata(settings, settings.istio.destination_rule_name),
+            {"spec": istio.destination_rule_spec(settings)},
         )
+        found[istio.ROLE] = manifest(
+            names.child(name, istio.ROLE),
+            api_version,
+            istio.KIND,
+            traffic_metadata(settings, istio.object_name(settings)),
+            {"spec": istio.spec(settings, weights)},
+        )
+    if gateway_api.renders(settings):
+        found[gateway_api.ROLE] = manifest(
+            names.child(name, gateway_api.ROLE),
+            gateway_api.API_VERSION,
+            gateway_api.KIND,
+            traffic_metadata(settings, gateway_api.object_name(settings)),
+            {"spec": gateway_api.spec(settings, weights)},
+        )
+    return found

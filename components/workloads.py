@@ -1,8 +1,9 @@
 """One backend of the service: Deployment, PodDisruptionBudget, direct Service, ServiceAccount
 and NetworkPolicy.
 
-The manifests are built by pure functions (`deployment_spec`, ...) returning camelCase dicts, so
-tests and policies can read them without Pulumi; `InferenceWorkload` only registers them.
+The manifests are built by pure functions (`deployment_spec`, ..., `workload_manifests`)
+returning camelCase dicts, so tests, the offline render and the tooling read them without
+Pulumi; `components.resources.InferenceWorkload` only registers them.
 """
 
 from __future__ import annotations
@@ -10,11 +11,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import pulumi
-import pulumi_kubernetes as k8s
-
 from components import resource_names as names
 from components.capacity import ascend_replicas, nvidia_replicas
+from components.manifests import Manifest, manifest, object_metadata
 from components.naming import (
     POOL_LABEL,
     VERIFIED_IMAGE_ANNOTATION,
@@ -33,7 +32,7 @@ from components.security import (
     scratch_env,
     scratch_mounts,
     scratch_volumes,
-    service_account,
+    service_account_fields,
 )
 from components.settings import Hardware, Settings
 
@@ -188,74 +187,61 @@ def direct_service_spec(settings: Settings, hardware: Hardware) -> dict[str, Any
     }
 
 
-class InferenceWorkload(pulumi.ComponentResource):
-    """One backend (`nvidia` or `ascend`): its Deployment, a PodDisruptionBudget allowing one
-    pod down at a time, the direct Service `<service>-<hardware>`, the pods' ServiceAccount
-    and, unless `security.networkPolicy.enabled` is false, their NetworkPolicy (both named
-    like the Deployment)."""
+def workload_metadata(settings: Settings, hardware: Hardware, object_name: str) -> dict[str, Any]:
+    """`metadata` of one of a backend's objects: `object_name` in the stack's namespace, with
+    the backend's pod labels."""
+    return object_metadata(object_name, settings.namespace, pod_labels(settings, hardware))
 
-    deployment_name: pulumi.Output[str]
-    replicas: pulumi.Output[int]
-    direct_service_name: pulumi.Output[str]
 
-    def __init__(
-        self,
-        name: str,
-        settings: Settings,
-        hardware: Hardware,
-        opts: pulumi.ResourceOptions | None = None,
-    ) -> None:
-        super().__init__(names.WORKLOAD_TYPE, name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        hw = settings.hardware(hardware)
-        labels = pod_labels(settings, hardware)
+def disruption_budget_spec(settings: Settings, hardware: Hardware) -> dict[str, Any]:
+    """PodDisruptionBudget spec: one pod of the backend down at a time (drains, evictions)."""
+    return {"maxUnavailable": 1, "selector": {"matchLabels": selector_labels(settings, hardware)}}
 
-        def meta(object_name: str) -> dict[str, Any]:
-            return {"name": object_name, "namespace": settings.namespace, "labels": labels}
 
-        account = k8s.core.v1.ServiceAccount(
+def workload_manifests(name: str, settings: Settings, hardware: Hardware) -> dict[str, Manifest]:
+    """The objects of one backend by role (`components.resource_names`), each named
+    `<name>-<role>`, in the order they are registered: `service-account`, `deployment`,
+    `network-policy` (unless `security.networkPolicy.enabled` is false), `pdb`, `service`."""
+    hw = settings.hardware(hardware)
+    deployment_meta = workload_metadata(settings, hardware, hw.deployment_name)
+    if annotations := deployment_annotations(settings, hardware):
+        deployment_meta["annotations"] = annotations
+    found = {
+        names.SERVICE_ACCOUNT: manifest(
             names.child(name, names.SERVICE_ACCOUNT),
-            **service_account(service_account_name(settings, hardware), settings.namespace, labels),
-            opts=child,
-        )
-        deployment_meta = meta(hw.deployment_name)
-        if annotations := deployment_annotations(settings, hardware):
-            deployment_meta["annotations"] = annotations
-        deployment = k8s.apps.v1.Deployment(
+            "v1",
+            "ServiceAccount",
+            workload_metadata(settings, hardware, service_account_name(settings, hardware)),
+            service_account_fields(),
+        ),
+        names.DEPLOYMENT: manifest(
             names.child(name, names.DEPLOYMENT),
-            metadata=deployment_meta,
-            spec=deployment_spec(settings, hardware),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[account]),
+            "apps/v1",
+            "Deployment",
+            deployment_meta,
+            {"spec": deployment_spec(settings, hardware)},
+        ),
+    }
+    if settings.security.network_policy.enabled:
+        found[names.NETWORK_POLICY] = manifest(
+            names.child(name, names.NETWORK_POLICY),
+            "networking.k8s.io/v1",
+            "NetworkPolicy",
+            workload_metadata(settings, hardware, hw.deployment_name),
+            {"spec": workload_policy_spec(settings, selector_labels(settings, hardware))},
         )
-        if settings.security.network_policy.enabled:
-            k8s.networking.v1.NetworkPolicy(
-                names.child(name, names.NETWORK_POLICY),
-                metadata=meta(hw.deployment_name),
-                spec=workload_policy_spec(settings, selector_labels(settings, hardware)),
-                opts=child,
-            )
-        k8s.policy.v1.PodDisruptionBudget(
-            names.child(name, names.PDB),
-            metadata=meta(f"{hw.deployment_name}-pdb"),
-            spec={
-                "maxUnavailable": 1,
-                "selector": {"matchLabels": selector_labels(settings, hardware)},
-            },
-            opts=child,
-        )
-        service = k8s.core.v1.Service(
-            names.child(name, names.SERVICE),
-            metadata=meta(direct_service_name(settings, hardware)),
-            spec=direct_service_spec(settings, hardware),
-            opts=child,
-        )
-        self.deployment_name = deployment.metadata.name
-        self.replicas = deployment.spec.replicas.apply(int)
-        self.direct_service_name = service.metadata.name
-        self.register_outputs(
-            {
-                "deployment_name": self.deployment_name,
-                "replicas": self.replicas,
-                "direct_service_name": self.direct_service_name,
-            }
-        )
+    found[names.PDB] = manifest(
+        names.child(name, names.PDB),
+        "policy/v1",
+        "PodDisruptionBudget",
+        workload_metadata(settings, hardware, f"{hw.deployment_name}-pdb"),
+        {"spec": disruption_budget_spec(settings, hardware)},
+    )
+    found[names.SERVICE] = manifest(
+        names.child(name, names.SERVICE),
+        "v1",
+        "Service",
+        workload_metadata(settings, hardware, direct_service_name(settings, hardware)),
+        {"spec": direct_service_spec(settings, hardware)},
+    )
+    return found

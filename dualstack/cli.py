@@ -18,7 +18,7 @@ from dualstack.errors import EXIT_ERROR, EXIT_OK, UsageError, error_lines
 from dualstack.redaction import redact
 
 VERBS = {
-    "render": "print every Kubernetes object of a stack (offline, Pulumi mocks)",
+    "render": "print every Kubernetes object of a stack (offline, no Pulumi engine)",
     "preview": "what a migration step changes, against a git base (offline)",
     "status": "each stack's weight, ladder position, next step, verified image, drift",
     "gate": "judge the next ladder step on Prometheus data (exit 0 only on PASS)",

@@ -1,10 +1,11 @@
-"""The unified monitoring component: a PrometheusRule and a Grafana dashboard ConfigMap.
+"""The unified monitoring objects: a PrometheusRule and a Grafana dashboard ConfigMap.
 
 The rules (`components.monitoring.prometheus_rule`) and the dashboard
-(`components.monitoring.dashboard`) are pure functions of the settings; this component only
-registers them. The PrometheusRule is a prometheus-operator CRD (`monitoring.coreos.com/v1`),
-registered as an `apiextensions.CustomResource` whose camelCase `spec` Pulumi passes through
-untouched; the ConfigMap carries the label the Grafana dashboard sidecar selects on
+(`components.monitoring.dashboard`) are pure functions of the settings, and so are their
+manifests here; `components.resources.UnifiedMonitoring` only registers them. The
+PrometheusRule is a prometheus-operator CRD (`monitoring.coreos.com/v1`), registered as an
+`apiextensions.CustomResource` whose camelCase `spec` Pulumi passes through untouched; the
+ConfigMap carries the label the Grafana dashboard sidecar selects on
 (`grafana_dashboard: "1"` by default).
 """
 
@@ -13,10 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pulumi
-import pulumi_kubernetes as k8s
-
 from components import resource_names as names
+from components.manifests import Manifest, manifest
 from components.monitoring.dashboard import dashboard, fleet_dashboard
 from components.monitoring.prometheus_rule import prometheus_rule_spec
 from components.settings import Settings
@@ -68,60 +67,53 @@ def dashboard_metadata(settings: Settings, fleet: bool = False) -> dict[str, Any
     return metadata
 
 
-def register_fleet_dashboard(
-    name: str, settings: Settings, services: list[str], opts: pulumi.ResourceOptions
-) -> k8s.core.v1.ConfigMap:
-    """A fleet's one dashboard ConfigMap (`dashboard.fleet_dashboard`, with the `service`
-    variable), registered as `name` under `opts`' parent (the stack: it is every service's)."""
-    return k8s.core.v1.ConfigMap(
+def dashboard_data(settings: Settings, board: dict[str, Any]) -> dict[str, str]:
+    """The dashboard ConfigMap's data: `dashboard_file_name` -> the dashboard as JSON."""
+    return {dashboard_file_name(settings): json.dumps(board, indent=2, sort_keys=True)}
+
+
+def fleet_dashboard_manifest(name: str, settings: Settings, services: list[str]) -> Manifest:
+    """A fleet's one dashboard ConfigMap named `name` (`dashboard.fleet_dashboard`, with the
+    `service` variable): it is every service's, so the stack registers it."""
+    return manifest(
         name,
-        metadata=dashboard_metadata(settings, fleet=True),
-        data={
-            dashboard_file_name(settings): json.dumps(
-                fleet_dashboard(settings, services), indent=2, sort_keys=True
-            )
-        },
-        opts=opts,
+        "v1",
+        "ConfigMap",
+        dashboard_metadata(settings, fleet=True),
+        {"data": dashboard_data(settings, fleet_dashboard(settings, services))},
     )
 
 
-class UnifiedMonitoring(pulumi.ComponentResource):
-    """One set of accelerator and SLO series for both hardware kinds: recording and alerting
-    rules in a PrometheusRule, and a Grafana dashboard comparing NVIDIA and Ascend (for a fleet
-    member none of its own: the fleet has one, `register_fleet_dashboard`)."""
+def rule_metadata(settings: Settings) -> dict[str, Any]:
+    """`metadata` of the PrometheusRule: `rule_name`, labelled `app=<service>` and
+    `monitoring.ruleLabels` (what the Prometheus's ruleSelector matches)."""
+    return {
+        "name": rule_name(settings),
+        "namespace": settings.namespace,
+        "labels": {"app": settings.service.name, **settings.monitoring.rule_labels},
+    }
 
-    rule_name: pulumi.Output[str]
-    dashboard_name: pulumi.Output[str | None]
 
-    def __init__(
-        self, name: str, settings: Settings, opts: pulumi.ResourceOptions | None = None
-    ) -> None:
-        super().__init__(names.MONITORING_TYPE, name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        rule = k8s.apiextensions.CustomResource(
+def monitoring_manifests(name: str, settings: Settings, stack: str) -> dict[str, Manifest]:
+    """The monitoring objects by role (`components.resource_names`), each named
+    `<name>-<role>`, in the order they are registered: `rules` (the PrometheusRule of stack
+    `stack`) and, for a stack without `services` whose dashboard is enabled, `dashboard` (a
+    fleet's members have the fleet's one, `fleet_dashboard_manifest`)."""
+    found = {
+        names.RULES: manifest(
             names.child(name, names.RULES),
-            api_version=PROMETHEUS_RULE_API,
-            kind="PrometheusRule",
-            metadata={
-                "name": rule_name(settings),
-                "namespace": settings.namespace,
-                "labels": {"app": settings.service.name, **settings.monitoring.rule_labels},
-            },
-            spec=prometheus_rule_spec(settings, pulumi.get_stack()),
-            opts=child,
+            PROMETHEUS_RULE_API,
+            "PrometheusRule",
+            rule_metadata(settings),
+            {"spec": prometheus_rule_spec(settings, stack)},
         )
-        self.rule_name = rule.metadata.apply(lambda meta: meta["name"])
-        self.dashboard_name = pulumi.Output.from_input(None)
-        if settings.monitoring.dashboard.enabled and settings.member is None:
-            board = k8s.core.v1.ConfigMap(
-                names.child(name, names.DASHBOARD),
-                metadata=dashboard_metadata(settings),
-                data={
-                    dashboard_file_name(settings): json.dumps(
-                        dashboard(settings), indent=2, sort_keys=True
-                    )
-                },
-                opts=child,
-            )
-            self.dashboard_name = board.metadata.name
-        self.register_outputs({"rule_name": self.rule_name, "dashboard_name": self.dashboard_name})
+    }
+    if settings.monitoring.dashboard.enabled and settings.member is None:
+        found[names.DASHBOARD] = manifest(
+            names.child(name, names.DASHBOARD),
+            "v1",
+            "ConfigMap",
+            dashboard_metadata(settings),
+            {"data": dashboard_data(settings, dashboard(settings))},
+        )
+    return found

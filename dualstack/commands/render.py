@@ -62,9 +62,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "render",
         help=VERBS["render"],
-        description="Run the Pulumi program under mocks with the stack's config and print "
-        "every object as multi-document YAML, sorted by kind, namespace and name. Every "
-        "object is schema-validated first.",
+        description="Build every object of the Pulumi program from the stack's config, "
+        "without the engine, and print them as multi-document YAML, sorted by kind, "
+        "namespace and name. Every object is schema-validated first.",
     )
     add_stack_argument(parser)
     parser.add_argument(

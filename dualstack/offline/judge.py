@@ -140,7 +140,7 @@ def load_pack() -> None:
 
 
 def _service_summary(settings: Settings) -> BaseSummary:
-    from components.workloads import replicas_for  # the program (pulumi): only when judging
+    from components.workloads import replicas_for  # only when judging
 
     return BaseSummary(
         settings.ascend_weight,

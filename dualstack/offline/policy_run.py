@@ -39,6 +39,7 @@ from pulumi_policy import (
 from pulumi_policy.policy import _NotApplicableError  # what `args.not_applicable()` raises
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
+from components.resource_names import kubernetes_type
 from components.settings import PROJECT
 from dualstack.offline.policy_results import Outcome, PolicyResult, blocking
 from dualstack.offline.policy_results import report_lines as _report_lines
@@ -71,11 +72,8 @@ def type_token(obj: Mapping[str, Any]) -> str:
     `apps/v1` Deployment -> `kubernetes:apps/v1:Deployment`; core `v1` Service ->
     `kubernetes:core/v1:Service`; the render's `Node` objects -> `kubernetes:core/v1:NodePatch`.
     """
-    api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
-    group_version = api_version if "/" in api_version else f"core/{api_version}"
-    if kind == "Node":
-        kind = "NodePatch"
-    return f"kubernetes:{group_version}:{kind}"
+    kind = str(obj.get("kind", ""))
+    return kubernetes_type(str(obj.get("apiVersion", "")), "NodePatch" if kind == "Node" else kind)
 
 
 def policy_resources(

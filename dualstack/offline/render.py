@@ -1,9 +1,12 @@
-"""The offline render: run the Pulumi program under mocks and list the Kubernetes objects.
+"""The offline render: the Kubernetes objects of a stack, without a cluster, the Pulumi CLI or
+the engine.
 
-No cluster and no Pulumi CLI are needed: `pulumi.runtime.set_mocks` answers every
-registration, and the recorded inputs are the objects `pulumi up` would send. Objects come out
-sorted by (kind, namespace, name), whole-number floats back to int, and NodePatches as
-`kind: Node` objects carrying only the name, labels and taints they set.
+`render_fleet` walks the program's pure builders (`dualstack.offline.direct`); `run_program`
+runs the program itself under `pulumi.runtime.set_mocks`, whose recorded inputs are the
+objects `pulumi up` would send: the oracle the direct walk is checked against, registration
+for registration (tests/dualstack/offline/test_direct_render.py). Either way objects come out
+sorted by (kind, namespace, name), whole-number floats as ints, and NodePatches as `kind:
+Node` objects carrying only the name, labels and taints they set.
 """
 
 from __future__ import annotations
@@ -11,21 +14,20 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
-from components.settings import PROJECT, Fleet, Settings, load_fleet
-
-if TYPE_CHECKING:
-    from dualstack.offline.mocks import Registered
+from components.settings import PROJECT, Fleet, Settings, SettingsError, load_fleet
+from dualstack.offline.direct import Registered, registrations
 
 KUBERNETES_PREFIX = "kubernetes:"
 TOP_LEVEL_ORDER = ("apiVersion", "kind", "metadata")
 
 
 class RenderError(RuntimeError):
-    """The program registered something the real provider would refuse (no name, duplicates)."""
+    """The program registered something the real provider would refuse (no name, duplicates),
+    or refused the config as the engine hands it over."""
 
 
 def config_strings(config: Mapping[str, Any]) -> dict[str, str]:
@@ -36,20 +38,22 @@ def config_strings(config: Mapping[str, Any]) -> dict[str, str]:
 
 
 def run_program(config: Mapping[str, Any], stack: str) -> list[Registered]:
-    """Run `components.stack.main()` under mocks with `config`; the resources it registered.
+    """Run `components.stack.main()` under mocks with `config`; the resources it registered
+    (the oracle of `dualstack.offline.direct.registrations`, and the tests' program run).
 
     Raises RenderError when the program refuses the config as the engine hands it over
     (strings, JSON text), or whatever else the program raises.
     """
     # Imported here, not at the top: pulumi and pulumi_kubernetes take most of a second to
-    # import, and commands that never render (status, ci, --help) should not pay for them.
+    # import, and the offline commands render without them.
     import pulumi
 
     from components.stack import main
-    from dualstack.offline.mocks import RecordingMocks
+    from dualstack.offline.mocks import ParentNotingMonitor, RecordingMocks
 
     mocks = RecordingMocks()
-    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=True)
+    monitor = ParentNotingMonitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor)
     pulumi.runtime.set_all_config(config_strings(config))
     try:
         pulumi.runtime.test(main)()
@@ -124,14 +128,35 @@ def objects_of(resources: list[Registered]) -> list[dict[str, Any]]:
     return objects
 
 
-def render_fleet(config: Mapping[str, Any], stack: str) -> tuple[Fleet, list[dict[str, Any]]]:
-    """Validate `config`, run the program and return (the fleet, sorted objects of every
-    service).
+def program_fleet(config: Mapping[str, Any]) -> Fleet:
+    """The fleet the program builds: `config` as the engine hands it over (strings, JSON text,
+    `config_strings`), validated as `components.stack.main` validates it.
 
-    Raises SettingsError (before anything is registered) or RenderError.
+    Raises RenderError when the program would refuse it (the CLI validated the file's values
+    first, so this is a value the two read apart).
+    """
+    try:
+        return load_fleet(config_strings(config), PROJECT)
+    except SettingsError as exc:
+        raise RenderError(str(exc)) from None
+
+
+def program_objects(config: Mapping[str, Any], stack: str) -> list[dict[str, Any]]:
+    """The sorted objects of `program_fleet(config)` on `stack`, built without the engine.
+
+    Raises RenderError.
+    """
+    return objects_of(registrations(program_fleet(config), stack))
+
+
+def render_fleet(config: Mapping[str, Any], stack: str) -> tuple[Fleet, list[dict[str, Any]]]:
+    """Validate `config` and return (the fleet, sorted objects of every service), built by
+    the program's pure builders without the engine (`dualstack.offline.direct`).
+
+    Raises SettingsError (before anything is built) or RenderError.
     """
     fleet = load_fleet(config, PROJECT)
-    return fleet, objects_of(run_program(config, stack))
+    return fleet, program_objects(config, stack)
 
 
 def render(
@@ -142,9 +167,8 @@ def render(
 
     Raises SettingsError (also for a fleet of several without `service`) or RenderError.
     """
-    fleet = load_fleet(config, PROJECT)
-    settings = fleet.member(service)
-    return settings, objects_of(run_program(config, stack))
+    settings = load_fleet(config, PROJECT).member(service)
+    return settings, program_objects(config, stack)
 
 
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # libyaml when PyYAML has it

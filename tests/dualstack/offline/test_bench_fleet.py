@@ -20,6 +20,7 @@ from dualstack.offline.policy_config import pack_config
 from dualstack.offline.policy_run import run_policies
 from dualstack.offline.render import render_fleet
 from tests.conftest import PROJECT
+from tests.support.fleets import fleet
 from tests.support.judge_repos import make_repo, run_head, write_stack
 
 pytestmark = pytest.mark.benchmark
@@ -28,30 +29,6 @@ SIZES = (1, 10, 50)
 ROUNDS = 3
 PER_SERVICE_TARGET_S = 0.010
 POLICIES_TARGET_S = 0.3
-RUNGS = (0, 5, 20, 50)
-
-
-def fleet(size: int) -> dict[str, Any]:
-    """A fleet of `size` services on rungs 0/5/20/50 in turn, each with its verified pair, on
-    pools large enough for all of them (10 NVIDIA and 10 Ascend nodes of 8)."""
-    services = {}
-    for i in range(size):
-        release = f"v1.{i}.0"
-        cuda, npu = f"registry/svc-{i}:{release}-cuda", f"registry/svc-{i}:{release}-npu"
-        services[f"svc-{i}"] = {
-            "ascendWeight": RUNGS[i % len(RUNGS)],
-            "nvidia": {"image": cuda},
-            "ascend": {"image": npu},
-            "capacity": {"totalReplicas": 1},
-            "verifiedImages": [{"nvidia": cuda, "ascend": npu}],
-        }
-    nodes = {hw: [f"{hw}-{n:02d}" for n in range(size // 2 + 3)] for hw in ("nvidia", "ascend")}
-    return {
-        "namespace": "fleet",
-        "nvidia": {"pool": {"nodes": nodes["nvidia"]}},
-        "ascend": {"pool": {"nodes": nodes["ascend"]}},
-        "services": services,
-    }
 
 
 def _timed(repo, *argv: str) -> tuple[float, str]:
