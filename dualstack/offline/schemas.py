@@ -1,7 +1,8 @@
 """Schema validation of rendered objects, offline.
 
-- Core Kubernetes kinds: `kubernetes-validate` in strict mode (the official OpenAPI schemas;
-  strict rejects misspelt fields).
+- Core Kubernetes kinds: `kubernetes-validate`'s strict schemas (the official OpenAPI
+  schemas; strict rejects misspelt fields), one validator per kind built once per process
+  (`core_validator`), judging as `kubernetes_validate.validate(strict=True)` does;
 - what the API server checks beyond the schemas (names by kind, labels, quantities, int32
   ranges, requests <= limits, host paths, hosts): `components.api_rules`;
 - Istio, Gateway API (HTTPRoute) and prometheus-operator CRDs: the official CRD JSON schemas
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
@@ -75,24 +77,6 @@ def is_core(obj: Mapping[str, Any]) -> bool:
     return "." not in group or group.endswith(".k8s.io")
 
 
-@cache
-def _kubernetes_validate() -> Any:
-    """kubernetes_validate, imported on first use (slow; only rendering commands need it),
-    with its schema reads memoised.
-
-    kubernetes-validate 1.3x re-reads and re-parses the JSON schema files, including the
-    large `_definitions.json`, for every object it validates (`utils.schema_contents`);
-    validating one render read the same files 30 times, a quarter of `render`'s time. The
-    files never change while the process runs, and the parsed schemas are only read.
-    """
-    import kubernetes_validate
-    import kubernetes_validate.utils as utils
-
-    if not hasattr(utils.schema_contents, "cache_info"):
-        utils.schema_contents = cache(utils.schema_contents)
-    return kubernetes_validate
-
-
 def _unsupported(k8s_version: str) -> str:
     from importlib.metadata import version
 
@@ -102,18 +86,68 @@ def _unsupported(k8s_version: str) -> str:
     )
 
 
+@cache
+def _schema_folder(k8s_version: str) -> str:
+    """kubernetes-validate's strict schema folder for `k8s_version`, chosen as its
+    `validate()` chooses it: the newest schemas not newer than the version asked for.
+
+    Raises SchemaError when the installed kubernetes-validate has none that new."""
+    from kubernetes_validate import utils
+
+    wanted = utils.major_minor(k8s_version.removeprefix("v"))
+    if wanted > utils.latest_version():
+        raise SchemaError(_unsupported(k8s_version))
+    version = [v for v in utils.all_versions() if utils.major_minor(v) <= wanted][-1]
+    return f"kubernetes-json-schema/v{version}-local-strict"
+
+
+@cache
+def _definitions(folder: str, k8s_version: str) -> Any:
+    from kubernetes_validate import utils
+
+    definitions = utils.schema_contents(f"{folder}/_definitions.json", k8s_version)
+    return utils.Resource.from_contents(definitions)
+
+
+@cache
+def core_validator(api_version: str, kind: str, k8s_version: str = KUBERNETES_VERSION) -> Any:
+    """The strict validator of one built-in kind at one apiVersion, built once per process:
+    the schema files, registry and validator class kubernetes-validate 1.3x builds anew for
+    every object it checks (`kubernetes_validate.validate(obj, version, strict=True)`:
+    `<kind>-<group>-<version>.json` and `_definitions.json` of its `-local-strict` folder, a
+    Draft 2020-12 validator), so an object fails here exactly when it fails there, with the
+    same first error.
+
+    Raises SchemaError for a Kubernetes version the installed schemas lack, and
+    kubernetes_validate's SchemaNotFoundError for a kind it has no schema of.
+    """
+    from jsonschema.validators import Draft202012Validator
+    from kubernetes_validate import utils  # its Registry and Resource: the `referencing` it uses
+
+    folder = _schema_folder(k8s_version)
+    # `apps/v1` -> `apps-v1`, `networking.k8s.io/v1` -> `networking-v1`, `v1` -> `v1`.
+    group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    try:
+        schema = utils.schema_contents(f"{folder}/{kind.lower()}-{group_version}.json", k8s_version)
+    except FileNotFoundError:
+        raise utils.SchemaNotFoundError(
+            version=utils.major_minor(k8s_version), kind=kind, api_version=api_version
+        ) from None
+    registry = _definitions(folder, k8s_version) @ (
+        utils.Resource.from_contents(schema) @ utils.Registry()
+    )
+    return Draft202012Validator(schema, registry=registry)
+
+
 def object_errors(obj: Mapping[str, Any], k8s_version: str = KUBERNETES_VERSION) -> list[str]:
     """Schema errors of one object as `path: message` strings; [] when it is valid."""
     if is_core(obj):
-        kubernetes_validate = _kubernetes_validate()
-        try:
-            kubernetes_validate.validate(dict(obj), k8s_version, strict=True)
-        except kubernetes_validate.ValidationError as exc:
-            path = ".".join(str(p) for p in exc.path) or "(root)"
-            return [f"{path}: {exc.message}"]
-        except kubernetes_validate.utils.VersionNotSupportedError:
-            raise SchemaError(_unsupported(k8s_version)) from None
-        return []
+        validator = core_validator(str(obj.get("apiVersion")), str(obj.get("kind")), k8s_version)
+        error = next(iter(validator.iter_errors(dict(obj))), None)  # kubernetes-validate's first
+        if error is None:
+            return []
+        path = ".".join(str(p) for p in error.path) or "(root)"
+        return [f"{path}: {error.message}"]
     validator = crd_validator(obj.get("apiVersion", ""), obj.get("kind", ""))
     if validator is None:
         return []
