@@ -15,6 +15,7 @@ from dualstack.gate.bake import bake_criterion
 from dualstack.gate.criteria import GateReport, evaluate
 from dualstack.gate.data import DEFAULT_BOUNDS, DataBounds
 from dualstack.gate.durations import parse_window
+from dualstack.gate.hints import with_selectors
 from dualstack.gate.prometheus import PrometheusClient
 from dualstack.gate.queries import Progress
 from dualstack.gate.rung import Rung, judged_step, window_rung
@@ -91,6 +92,7 @@ def traffic_status(
     )
     judged = judged_step(settings, rung)
     bake = bake_criterion(settings, client, judged, rung.mirror, rung, at, bounds)
+    split = with_selectors(split, settings)
     file_rung = Rung(settings.ascend_weight, settings.mirror_percent, recorded=False)
     return {
         "window": window,

@@ -8,12 +8,13 @@ the Markdown with the window's charts when asked (`dualstack gate`, `dualstack p
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from components.settings import Settings
 from dualstack.gate.criteria import GateReport
 from dualstack.gate.data import DataBounds
 from dualstack.gate.durations import parse_window
+from dualstack.gate.hints import with_selectors
 from dualstack.gate.prometheus import PrometheusClient
 from dualstack.gate.promotion import evaluate_promotion
 from dualstack.gate.report import format_markdown, format_table
@@ -50,9 +51,10 @@ def run_gate(
     step: tuple[int, int | None] | None = None,
 ) -> GateRun:
     """Evaluate the gate for `stack` with `setup`; prints the table, and progress on stderr
-    when wanted. With `markdown` (or `setup.markdown`) also renders the Markdown with the
-    window's charts. `step` (from, to) in %: the step to judge (promote's); default: from the
-    recorded rung.
+    when wanted. A NO_DATA criterion without series names the series it asked
+    (`dualstack.gate.hints`). With `markdown` (or `setup.markdown`) also renders the Markdown
+    with the window's charts. `step` (from, to) in %: the step to judge (promote's); default:
+    from the recorded rung.
 
     Raises PrometheusUnavailable / PrometheusError when Prometheus does not answer or answers
     with something that is not a query result.
@@ -67,6 +69,7 @@ def run_gate(
     finally:
         if progress is not None:
             progress.close()
+    report = replace(report, criteria=[with_selectors(c, settings) for c in report.criteria])
     sys.stdout.write(format_table(report))
     if not (markdown or setup.markdown):
         return GateRun(report)

@@ -270,7 +270,22 @@ def test_a_bake_window_that_started_too_recently_fails(project, prometheus, caps
 def test_no_data_fails_closed(project, prometheus, capsys):
     assert gate(project, prometheus, "no-data") == 1
     found = lines(capsys.readouterr().out)
-    assert found["Split landed"] == "NO_DATA: Ascend: no series; NVIDIA: no series"
+    rules = (
+        "(neither backend has it: are the recording rules loaded? The Prometheus Operator loads "
+        "the stack's PrometheusRule only when its labels match the Prometheus ruleSelector "
+        "(monitoring.ruleLabels: none set); `kubectl get prometheusrule -n no-data` and "
+        "Prometheus's /rules page show what is there)"
+    )
+    assert found["Split landed"] == (
+        'NO_DATA: Ascend: no series hardware:inference_requests:rate5m{hardware="ascend", '
+        'namespace="no-data"}; NVIDIA: no series hardware:inference_requests:rate5m{hardware='
+        f'"nvidia", namespace="no-data"}} {rules}'
+    )
+    assert found["5xx error ratio"] == (
+        "NO_DATA: Ascend: no series hardware:inference_request_errors:ratio_rate5m{hardware="
+        '"ascend", namespace="no-data"}; NVIDIA: no series hardware:inference_request_errors:'
+        f'ratio_rate5m{{hardware="nvidia", namespace="no-data"}} {rules}'
+    )
     assert found["Bake time"] == "NO_DATA: no recorded weight in the 24h bake window"
     assert all(found[t].startswith("NO_DATA") for t in ("Requests in window", "5xx error ratio"))
 
@@ -468,6 +483,18 @@ def test_status_at_a_recorded_rung_git_has_left_is_drift(project, prometheus, ca
     assert "  rung          20%, recorded by the deployed rules as the stack file says\n" in (
         capsys.readouterr().out
     )
+
+
+def test_status_names_the_series_it_found_none_of(project, prometheus, capsys):
+    write_stack(project, "no-data", monitoring={"ruleLabels": {"release": "kube-prometheus"}})
+    argv = ["-C", str(project), "status", "-s", "no-data", "--prometheus", prometheus]
+    assert main([*argv, "--at", str(END)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        '  split         NO_DATA: Ascend: no series hardware:inference_requests:rate5m{hardware="'
+        'ascend", namespace="no-data"}; NVIDIA: no series'
+    ) in out
+    assert "(monitoring.ruleLabels: release: kube-prometheus)" in out
 
 
 def test_status_without_an_answering_prometheus_still_shows_the_rest(project, capsys):

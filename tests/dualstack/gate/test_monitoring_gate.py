@@ -280,8 +280,14 @@ def test_no_ascend_traffic_is_no_data_never_a_pass(
         "Precision check": "PASS",
     }
     found = details(capsys.readouterr().out)
-    assert found["5xx error ratio"] == "NO_DATA: Ascend: no series"
-    assert found["p99 latency"] == "NO_DATA: Ascend: no series"
+    assert found["5xx error ratio"] == (  # the series the gate asked, named
+        "NO_DATA: Ascend: no series hardware:inference_request_errors:ratio_rate5m"
+        f'{{hardware="ascend", namespace="{stack}"}}'
+    )
+    assert found["p99 latency"] == (
+        "NO_DATA: Ascend: no series hardware:inference_request_duration_seconds:p99_5m"
+        f'{{hardware="ascend", namespace="{stack}"}}'
+    )
 
 
 def test_zero_over_zero_inside_the_window_is_no_data(project, prometheus, tmp_path, capsys) -> None:
