@@ -84,14 +84,24 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def gate_setup(args: argparse.Namespace) -> GateSetup:
+SKIP_GATE_HINT = (
+    'or promote without the gate: --skip-gate --reason "why" (the reason goes into the PR '
+    "for the reviewers)"
+)
+"""How `promote` may go on without a Prometheus: the way out its refusal names."""
+
+
+def gate_setup(args: argparse.Namespace, way_out: str | None = None) -> GateSetup:
     """The Prometheus client and window the shared options describe, checked before any query.
+    `way_out`: what else the command can do without a Prometheus (`SKIP_GATE_HINT`), named
+    in that refusal.
 
     Raises UsageError for a missing/bad URL, http config file, timeout, window, time, bound
     or --markdown path.
     """
     if not args.prometheus:
-        raise UsageError(f"no Prometheus: pass --prometheus URL or set ${PROMETHEUS_ENV}")
+        other = f"; {way_out}" if way_out else ""
+        raise UsageError(f"no Prometheus: pass --prometheus URL or set ${PROMETHEUS_ENV}{other}")
     if not 0 < args.timeout <= 300:
         raise UsageError(f"--timeout {args.timeout:g}: expected 0 < seconds <= 300")
     if not 0 < args.min_coverage <= 100:

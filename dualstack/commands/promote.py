@@ -8,7 +8,7 @@ from pathlib import Path
 
 from components.settings import Settings, load_settings
 from dualstack.cli import VERBS
-from dualstack.commands.gate_options import add_gate_arguments, gate_setup
+from dualstack.commands.gate_options import SKIP_GATE_HINT, add_gate_arguments, gate_setup
 from dualstack.commands.machine import (
     add_output_argument,
     document,
@@ -189,7 +189,8 @@ def _promote(
     report, gate_markdown = None, None
     if reason is None:
         step = (settings.ascend_weight, target)
-        gate = run_gate(settings, args.stack, gate_setup(args), markdown=True, step=step)
+        setup = gate_setup(args, SKIP_GATE_HINT)
+        gate = run_gate(settings, args.stack, setup, markdown=True, step=step)
         report, gate_markdown = gate.report, gate.markdown
         if args.markdown is not None:
             args.markdown.write_text(gate_markdown or "", encoding="utf-8")

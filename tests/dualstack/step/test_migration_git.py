@@ -121,7 +121,13 @@ def test_rollback_at_target_does_nothing(git_repo, capsys):
         (["rollback", "--stack", "staging", "--to", "150"], "--to 150: not a ladder step"),
         (["promote", "--stack", "prod", "--skip-gate"], "--skip-gate needs --reason"),
         (["promote", "--stack", "prod", "--reason", "x"], "--reason is only used with --skip-gate"),
-        (["promote", "--stack", "prod"], "no Prometheus: pass --prometheus URL"),
+        (
+            ["promote", "--stack", "prod"],
+            "no Prometheus: pass --prometheus URL or set $DUALSTACK_PROMETHEUS_URL; or promote "
+            'without the gate: --skip-gate --reason "why" (the reason goes into the PR for the '
+            "reviewers)",
+        ),
+        (["gate", "--stack", "prod"], "no Prometheus: pass --prometheus URL or set"),
         (["promote", "--stack", "qa", *SKIP], "no stack file Pulumi.qa.yaml"),
         (["promote", "--stack", "prod", "--prometheus", "localhost"], "--prometheus 'localhost'"),
         (["rollback", "--stack", "prod", "--commit", "--branch", "a..b"], "not a valid branch"),
@@ -216,3 +222,13 @@ def test_promote_refuses_while_the_deployed_weight_differs(git_repo, tmp_path, m
     assert dualstack(git_repo, "promote", "--stack", "prod", *SKIP) == 2
     assert "stack prod: DIFFERS: deployed 0%, git 5%; deploy or revert" in capsys.readouterr().err
     assert weight(git_repo) == "5"
+
+
+def test_gate_without_prometheus_names_no_skip(git_repo, capsys, monkeypatch):
+    """`--skip-gate` is promote's way out, not the gate's: the gate's refusal names only the
+    Prometheus."""
+    monkeypatch.delenv("DUALSTACK_PROMETHEUS_URL", raising=False)
+    assert dualstack(git_repo, "gate", "--stack", "prod") == 2
+    assert capsys.readouterr().err == (
+        "error: no Prometheus: pass --prometheus URL or set $DUALSTACK_PROMETHEUS_URL\n"
+    )
