@@ -22,7 +22,7 @@ from dualstack.errors import EXIT_FAILED, EXIT_OK, UsageError
 from dualstack.offline.code_identity import running_code_is
 from dualstack.offline.judge_client import base_judge, resolve_base, run_base_cli
 from dualstack.repo.baseref import default_base
-from dualstack.repo.stack_config import find_root, load_stack_config
+from dualstack.repo.stack_config import find_root, load_stack_config, require_code_beside
 
 # The program (pulumi, pulumi-kubernetes) and the preview are imported only once the base's
 # judge has started, so the base renders while this process loads and renders the head.
@@ -199,6 +199,8 @@ def run(args: argparse.Namespace) -> int:
     """Run `dualstack preview`; returns the exit code (errors propagate to `cli.main`)."""
     root = find_root(Path(args.cwd) if args.cwd else None)
     check_output_file(args.json_file, "--json-file")
+    if args.head is None:
+        require_code_beside(root)
     decided = _base_decides(args, root)
     if decided is not None:
         return decided

@@ -28,7 +28,7 @@ from dualstack.offline.preview import Preview, build_preview, format_preview
 from dualstack.offline.preview_data import policy_data, preview_data
 from dualstack.pulumi_cli import StackOutputError, deployed_weight_of
 from dualstack.repo.baseref import default_base, describe
-from dualstack.repo.stack_config import find_root, load_stack_config
+from dualstack.repo.stack_config import find_root, load_stack_config, require_code_beside
 from dualstack.repo.stackfile import stack_path
 from dualstack.step.pending import git_step
 from dualstack.step.pr_text import promotion_body, promotion_title
@@ -137,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
     reason = _check_options(args)
     check_output_file(args.body_file, "--body-file")
     check_output_file(args.markdown, "--markdown")
+    require_code_beside(user_root)  # the written step is previewed by the base's judge
     plan = commit_plan(args, user_root)
     result: dict = {}
     with human_text_to_stderr(args), commit_workspace(user_root, plan, args.stack) as root:

@@ -27,6 +27,38 @@ def find_root(start: Path | None = None) -> Path:
     raise UsageError(f"no Pulumi.yaml in {here} or above; run inside the repo or pass --cwd")
 
 
+CODE_BESIDE = ("components", "dualstack", "policies", "precision_check")
+"""The packages a base's judge runs from beside its `Pulumi.yaml`
+(`dualstack.offline.code_identity.CODE_PACKAGES`)."""
+
+
+def require_code_beside(root: Path) -> None:
+    """Before a judged command (`preview`, `promote`) starts a base: a project in a subfolder
+    of its git repository (`-C examples/fleet`) whose folder holds no code cannot be judged
+    (the base's judge runs the code beside the stack file, README "Trust model"). Raises
+    UsageError naming the way out; a project at its repository's root (or outside git, or
+    with its code beside it) passes."""
+    from dualstack.repo.git import git_or_none
+
+    top = git_or_none(root, "rev-parse", "--show-toplevel")
+    if top is None or Path(top).resolve() == root.resolve():
+        return
+    if all((root / package).is_dir() for package in CODE_BESIDE):
+        return
+    where = root.resolve().relative_to(Path(top).resolve()).as_posix()
+    example = (
+        "`make example` previews this example from a scratch repository holding the code; "
+        if where == "examples/fleet"
+        else ""
+    )
+    raise UsageError(
+        f"the base's judge runs the code beside the stack's Pulumi.yaml, but {where} holds "
+        f"stack files only (the code is at the repository's root): {example}a stack of your "
+        "own needs a repository of its own with the code beside its Pulumi.yaml (README "
+        '"Trust model"); `render` works from here'
+    )
+
+
 _PATH_INTEGER = re.compile(r"-?(0|[1-9][0-9]{0,18})")
 
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
+from dualstack.cli import main
 from dualstack.errors import UsageError
 from dualstack.offline.preview import build_preview, format_preview
 from dualstack.repo.baseref import default_base
 from dualstack.repo.stackfile import StackFileError, set_config_values
-from tests.conftest import git
+from tests.conftest import EXAMPLE_FLEET, git
 from tests.dualstack.commands.test_cli import dualstack
 
 
@@ -100,3 +102,30 @@ def test_set_config_value_changes_one_line_and_keeps_comments(git_repo: Path) ->
         '+  dualstack-inference:ascendWeight: "20"',
     ]
     assert before.splitlines()[0] == after.splitlines()[0]  # the comment survives
+
+
+def test_a_stack_in_a_subfolder_without_code_names_the_way_out(git_repo, capsys):
+    """`-C examples/fleet preview`: the base's judge runs the code beside the stack file, and
+    the example's folder has none. One line naming `make example` and a repository of its own,
+    before any base is started; `render` still works there, as the line says."""
+    example = git_repo / "examples" / "fleet"
+    example.mkdir(parents=True)
+    shutil.copy(EXAMPLE_FLEET / "Pulumi.yaml", example / "Pulumi.yaml")
+    shutil.copy(EXAMPLE_FLEET / "Pulumi.fleet.yaml", example / "Pulumi.fleet.yaml")
+    git(git_repo, "add", ".")
+    git(git_repo, "commit", "-qm", "the example fleet")
+    assert main(["-C", str(example), "preview"]) == 2
+    assert capsys.readouterr().err == (
+        "error: the base's judge runs the code beside the stack's Pulumi.yaml, but "
+        "examples/fleet holds stack files only (the code is at the repository's root): `make "
+        "example` previews this example from a scratch repository holding the code; a stack of "
+        "your own needs a repository of its own with the code beside its Pulumi.yaml (README "
+        '"Trust model"); `render` works from here\n'
+    )
+    assert (
+        main(["-C", str(example), "promote", "--service", "chat", "--skip-gate", "--reason", "x"])
+        == 2
+    )
+    assert "holds stack files only" in capsys.readouterr().err
+    assert main(["-C", str(example), "render", "--stack", "fleet"]) == 0
+    assert "kind: VirtualService" in capsys.readouterr().out
