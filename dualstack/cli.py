@@ -15,7 +15,6 @@ from typing import NoReturn
 
 from dualstack import __version__
 from dualstack.errors import EXIT_ERROR, EXIT_OK, UsageError, error_lines
-from dualstack.redaction import redact
 
 VERBS = {
     "render": "print every Kubernetes object of a stack (offline, no Pulumi engine)",
@@ -60,6 +59,10 @@ MAX_ERROR_LINES = 40
 
 def printable(line: str) -> str:
     """An error line as printed: credentials redacted, cut to `MAX_LINE_CHARS`."""
+    # Imported here: the redaction lives in the precision checker's package, whose import
+    # (its CLI, http.client) is most of `--version`'s and `--help`'s start-up otherwise.
+    from dualstack.redaction import redact
+
     line = redact(line)
     if len(line) > MAX_LINE_CHARS:
         line = f"{line[:MAX_LINE_CHARS]}… ({len(line) - MAX_LINE_CHARS} more characters)"

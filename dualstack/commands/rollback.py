@@ -26,8 +26,7 @@ from dualstack.commands.output_paths import check_output_file
 from dualstack.commands.pr_options import add_pr_arguments, commit_plan, publish
 from dualstack.commands.stacks import add_service_argument, add_stack_argument, one_stack
 from dualstack.errors import EXIT_ERROR, UsageError
-from dualstack.offline.policy_results import policy_refusal
-from dualstack.offline.policy_run import PolicyResult, blocking
+from dualstack.offline.policy_results import PolicyResult, blocking, policy_refusal
 from dualstack.offline.preview import (
     Preview,
     Side,

@@ -139,11 +139,23 @@ def test_version_and_help_import_neither_pulumi_nor_the_settings_models(tmp_path
         assert "dualstack.cli" in modules  # the list is the real one
         assert [m for m in modules if m.startswith("pulumi")] == [], args
         assert [m for m in modules if m.startswith("pydantic")] == [], args
+        # nor the precision checker's package (its CLI, http.client): only an error line
+        # needs its redaction
+        assert [m for m in modules if m.startswith(("precision_check", "http"))] == [], args
         loaded = loaded_modules(*args, cwd=tmp_path)
         assert [m for m in loaded if m.startswith(("dualstack.commands", "pulumi"))] == [], args
     pipeline_steps = loaded_modules("ci", "--help", cwd=tmp_path)  # `ci report`, `ci junit`...
     assert "dualstack.commands.ci" in pipeline_steps
     assert [m for m in pipeline_steps if m.startswith("pulumi")] == []
+
+
+def test_no_verb_but_the_pack_runners_imports_pulumi_to_register(tmp_path: Path) -> None:
+    """The program's builders import no Pulumi (issue 29): a verb's parser loads it only
+    through the policy pack's runner (pulumi_policy), which `policy-config` imports."""
+    for verb in ("render", "preview", "status", "gate", "promote", "rollback", "ci"):
+        modules = loaded_modules(verb, "--help", cwd=tmp_path)
+        assert f"dualstack.commands.{verb}" in modules  # the list is the real one
+        assert [m for m in modules if m.split(".")[0] in ("pulumi", "pulumi_kubernetes")] == []
 
 
 HEAVY = ("pulumi", "pydantic", "ruamel", "components")
