@@ -208,7 +208,9 @@ def test_gate_markdown_has_the_charts(gate_project, prometheus, tmp_path):  # no
     assert main([*argv, "--at", str(END), "--markdown", str(report)]) == 0
     text = report.read_text()
     assert text.count("```mermaid\nxychart-beta\n") == 2
-    assert '    title "5xx error ratio (%): NVIDIA 1st line, Ascend 2nd"' in text
+    assert (
+        '    title "5xx error ratio (%): NVIDIA 1st line, Ascend 2nd, Ascend\'s limit 3rd"' in text
+    )
     # HEALTHY: NVIDIA 0.2 %, Ascend 0.4 % errors; p99 0.8 s and 1.0 s, all window long.
     assert "    line [0.2, 0.2," in text and "    line [0.4, 0.4," in text
     assert "    line [0.8, 0.8," in text and "    line [1, 1," in text

@@ -189,6 +189,39 @@ def test_healthy_ascend_passes_every_criterion(project, prometheus, tmp_path, ca
     assert f"{PRECISION_PASSED} is 1" in out
 
 
+def test_the_markdown_charts_have_at_most_30_points(project, prometheus, tmp_path):
+    """README: the charts plot at most 30 points from query_range over the window (both ends
+    of the range included), here over 30m and 2h of a real Prometheus."""
+    for window in ("30m", "2h"):
+        report = tmp_path / f"gate-{window}.md"
+        gate(project, prometheus, "healthy", "--window", window, "--markdown", str(report))
+        text = report.read_text()
+        axes = [line for line in text.splitlines() if line.startswith('    x-axis "UTC" [')]
+        lines = [line for line in text.splitlines() if line.startswith("    line [")]
+        assert len(axes) == 2 and len(lines) == 6  # NVIDIA, Ascend, the limit: per chart
+        for line in [*axes, *lines]:
+            count = line.count(",") + 1
+            assert 20 <= count <= 30, (window, line)
+
+
+def test_every_chart_draws_the_gates_limit(project, prometheus, tmp_path):
+    """The third line is the limit Ascend is judged against at each time: NVIDIA's 0.20% 5xx
+    ratio + the 1 pp margin, NVIDIA's 0.8 s p99 x 1.5; the title says which line it is."""
+    report = tmp_path / "gate.md"
+    assert gate(project, prometheus, "healthy", "--markdown", str(report)) == 0
+    text = report.read_text()
+    titles = [line.strip() for line in text.splitlines() if line.startswith("    title ")]
+    assert titles == [
+        'title "5xx error ratio (%): NVIDIA 1st line, Ascend 2nd, Ascend\'s limit 3rd"',
+        'title "p99 latency (s): NVIDIA 1st line, Ascend 2nd, Ascend\'s limit 3rd"',
+    ]
+    lines = [line for line in text.splitlines() if line.startswith("    line [")]
+    values = [set(line.removeprefix("    line [").removesuffix("]").split(", ")) for line in lines]
+    assert values == [{"0.2"}, {"0.4"}, {"1.2"}, {"0.8"}, {"1"}, {"1.2"}]
+    # the y-axis reaches above the limit, so the line is drawn inside the chart
+    assert '    y-axis "%" 0 --> 1.32' in text
+
+
 @pytest.mark.parametrize(
     ("stack", "failing", "status", "why"),
     [
