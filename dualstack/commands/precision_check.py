@@ -14,6 +14,7 @@ from pathlib import Path
 import precision_check as checker
 from dualstack.cli import VERBS
 from dualstack.commands.output_paths import check_output_file
+from dualstack.commands.prompts_file import check_prompts_file
 from precision_check.options import flag
 
 
@@ -51,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from precision_check.progress import Progress, reporting, wanted
 
     check_report_path(args)
+    check_prompts_file(args)
     progress = Progress("precision check", "answers") if wanted(args.progress) else None
     with reporting(progress):
         return checker.run_cli(args)

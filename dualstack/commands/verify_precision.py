@@ -32,6 +32,7 @@ from dualstack.commands.machine import (
     wants_json,
 )
 from dualstack.commands.output_paths import check_output_file
+from dualstack.commands.prompts_file import check_prompts_file
 from dualstack.commands.stacks import add_service_argument, add_stack_argument, one_stack
 from dualstack.errors import UsageError
 from dualstack.repo.stack_config import find_root, load_stack_config
@@ -105,6 +106,7 @@ def run_check(args: argparse.Namespace, *run_cli_args: Any) -> tuple[int, dict |
     through a temporary file."""
     from precision_check.progress import Progress, reporting, wanted
 
+    check_prompts_file(args)
     progress = Progress("precision check", "answers") if wanted(args.progress) else None
     given = getattr(args, "json_report", None)
     with tempfile.TemporaryDirectory(prefix="dualstack-precision-") as folder:

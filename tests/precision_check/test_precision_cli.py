@@ -3,6 +3,7 @@ metrics push against a real Prometheus Pushgateway on 127.0.0.1."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -343,3 +344,44 @@ def test_verify_precision_help_names_the_stack_settings_as_defaults(tmp_path):
     assert "--backoff S seconds before the first retry, doubling (default: 0.5)" in text
     standalone = " ".join(dualstack("precision-check", "--help", cwd=tmp_path).stdout.split())
     assert "comparison mode (default: exact)" in standalone
+
+
+def test_a_prompts_file_written_as_one_json_array_is_named_with_the_way_out(tmp_path):
+    """A script's `json.dump(prompts, f)`: one JSON array, not JSON lines. One line says what
+    the file is and how to give it to the checker; both ways then run the check."""
+    prompts = ["What is 2 + 2?", "Name the capital of France.", "Translate 'cat' into German."]
+    array = tmp_path / "prompts.json"
+    array.write_text(json.dumps(prompts, indent=2), encoding="utf-8")
+    with OpenAIServer() as nvidia, OpenAIServer() as ascend:
+        refused = dualstack(*check(nvidia.url, ascend.url, "--prompts", str(array)), cwd=tmp_path)
+        assert not nvidia.requests  # refused before any prompt was sent
+        assert refused.returncode == 2
+        assert refused.stderr == (
+            f"error: --prompts {array}: prompts.json is one JSON array, but the checker reads "
+            'JSON lines: one prompt per line, a string or {"id", "prompt" or "messages", '
+            f"\"answer\"}}; convert it with `jq -c '.[]' {array} > prompts.jsonl`, or name it "
+            ".yaml (a JSON array is a YAML list)\n"
+        )
+        lines = tmp_path / "prompts.jsonl"  # what `jq -c '.[]'` writes
+        lines.write_text("".join(json.dumps(p) + "\n" for p in prompts), encoding="utf-8")
+        renamed = tmp_path / "prompts.yaml"
+        renamed.write_text(array.read_text(encoding="utf-8"), encoding="utf-8")
+        for way in (lines, renamed):
+            done = dualstack(*check(nvidia.url, ascend.url, "--prompts", str(way)), cwd=tmp_path)
+            assert done.returncode == 0, done.stderr
+            assert done.stdout.startswith("precision check PASS: 3/3 prompts match")
+
+
+def test_verify_precision_names_a_json_array_prompts_file_too(git_repo, tmp_path, capsys):
+    array = tmp_path / "prompts.json"
+    array.write_text('["What is 2 + 2?", "Name a prime."]', encoding="utf-8")
+    before = (git_repo / "Pulumi.prod.yaml").read_bytes()
+    with OpenAIServer() as nvidia, OpenAIServer() as ascend:
+        argv = ["--nvidia", nvidia.url, "--ascend", ascend.url, "--prompts", str(array)]
+        assert main(["-C", str(git_repo), "verify-precision", "-s", "prod", *argv]) == 2
+        assert not nvidia.requests
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --prompts {array}: prompts.json is one JSON array") and (
+        err.count("\n") == 1
+    )
+    assert (git_repo / "Pulumi.prod.yaml").read_bytes() == before
