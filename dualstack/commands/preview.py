@@ -28,15 +28,24 @@ from dualstack.repo.stack_config import find_root, load_stack_config, require_co
 # judge has started, so the base renders while this process loads and renders the head.
 
 
-def next_step(root: Path, stack: str, overrides: list[str], service: str | None = None) -> str:
-    """The override moving the service one ladder step up (`ascendWeight=50`, or
-    `services.chat.ascendWeight=50`); UsageError when it is already at the top."""
+def next_step(
+    root: Path, stack: str, overrides: list[str], service: str | None = None
+) -> tuple[str, str]:
+    """(the override moving the service one ladder step up, `ascendWeight=50` or
+    `services.chat.ascendWeight=50`; the line a `--next` preview starts with, saying that it
+    shows a step nobody has written yet, not the working tree). UsageError when the service
+    is already at the top."""
     from components.settings import load_settings
 
     settings = load_settings(load_stack_config(root, stack, overrides), service=service)
     if settings.next_step is None:
         raise UsageError(f"stack {stack} is at {settings.ascend_weight}%: no ladder step left")
-    return f"{settings.weight_key}={settings.next_step}"
+    note = (
+        f"--next: previewing {settings.weight_key} {settings.next_step}, the ladder step after "
+        f"the stack file's {settings.ascend_weight}%, as `dualstack promote --stack {stack}` "
+        f"would write it; `dualstack preview --stack {stack}` previews the working tree as it is"
+    )
+    return f"{settings.weight_key}={settings.next_step}", note
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -127,7 +136,9 @@ def _previews(args: argparse.Namespace, root: Path) -> list[Any]:
 
             overrides = list(args.set)
             if args.next:
-                overrides.append(next_step(root, stack, overrides, args.service))
+                override, note = next_step(root, stack, overrides, args.service)
+                overrides.append(override)
+                print(note, file=sys.stderr)
             previews.append(
                 judged_preview(
                     root, stack, base, base_code, overrides, args.owner_approved, args.service

@@ -12,7 +12,7 @@ from dualstack.errors import UsageError
 from dualstack.offline.preview import build_preview, format_preview
 from dualstack.repo.baseref import default_base
 from dualstack.repo.stackfile import StackFileError, set_config_values
-from tests.conftest import EXAMPLE_FLEET, git
+from tests.conftest import EXAMPLE_FLEET, REPO, git
 from tests.dualstack.commands.test_cli import dualstack
 
 
@@ -84,6 +84,29 @@ def test_cli_preview_next_step(git_repo: Path) -> None:
     done = dualstack("preview", "--stack", "staging", "--next", cwd=git_repo)
     assert done.returncode == 0, done.stderr
     assert "Ascend weight: 20% -> 50%" in done.stdout
+
+
+def test_make_preview_says_it_previews_the_next_step(git_repo: Path) -> None:
+    """`make preview` runs the Makefile's recipe, `preview --stack $(STACK) --next`: its first
+    line says it shows the step after the stack file's weight, not the working tree, and how
+    to preview the working tree; the README says the same without a parenthesis."""
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    recipe = makefile.split("\npreview: venv\n", 1)[1].splitlines()[0].strip()
+    assert recipe == "$(PY) -m dualstack preview --stack $(STACK) --next"
+    argv = recipe.replace("$(PY) -m dualstack ", "").replace("$(STACK)", "prod").split()
+    set_config_values(git_repo, "prod", {"ascendWeight": 20})  # a branch that raised it already
+    done = dualstack(*argv, cwd=git_repo)
+    assert done.stderr.splitlines()[0] == (
+        "--next: previewing ascendWeight 50, the ladder step after the stack file's 20%, as "
+        "`dualstack promote --stack prod` would write it; `dualstack preview --stack prod` "
+        "previews the working tree as it is"
+    )
+    assert "Ascend weight: 5% -> 50%" in done.stdout  # why the working tree's own preview
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    assert (
+        "`make preview` runs `dualstack preview --stack prod --next`: it previews the ladder "
+        "step after the stack file's weight"
+    ) in readme
 
 
 def test_set_config_value_changes_one_line_and_keeps_comments(git_repo: Path) -> None:
