@@ -112,6 +112,15 @@ class Fleet:
         it does not hold."""
         return Fleet({name: self.members[name] for name in names}, self.declared)
 
+    def laid_out_as(self, other: Fleet) -> Fleet:
+        """This fleet in `other`'s layout. Converting a stack without `services` into a fleet
+        of one, or back (one service on each side, one side declared), keeps the one service:
+        it is returned as `other`'s only member, under `other`'s name and `declared` as
+        `other`, its settings this fleet's. Any other pair: this fleet as it is."""
+        if len(self) != 1 or len(other) != 1 or self.declared == other.declared:
+            return self
+        return Fleet({other.names[0]: self.first}, declared=other.declared)
+
     @property
     def weights(self) -> dict[str, int]:
         """{service: Ascend weight in %}, in fleet order."""

@@ -211,6 +211,14 @@ def effective(config: Mapping[str, Any], settings: Fleet | None) -> dict[str, An
     return {path: leaf for path, leaf in values.items() if leaf is not None}
 
 
+def _layout(side: Fleet, other: Fleet) -> dict[str, Any]:
+    """The layout as a fact of the side that declares `services` when the other does not:
+    {`services`: its member names}; {} otherwise."""
+    if side.declared and not other.declared:
+        return {f"{PROJECT}:{SERVICES_KEY}": side.names}
+    return {}
+
+
 def config_changes(
     base: Mapping[str, Any],
     head: Mapping[str, Any],
@@ -221,10 +229,20 @@ def config_changes(
     step facts (`STEP_FACTS`), sorted by path: resolved through both sides' settings (read
     by the base's code) when both are given, else as written. Values compare as `pulumi
     config` stores them (4 and "4" are equal); a fact absent on one side shows `(unset)`. A
-    fall of a `STEP_LOWERS` fact is part of the step, not listed."""
-    both = base_settings is not None and head_settings is not None
-    before = effective(base, base_settings if both else None)
-    after = effective(head, head_settings if both else None)
+    fall of a `STEP_LOWERS` fact is part of the step, not listed.
+
+    A stack without `services` converted into a fleet of one (or back) is compared in the
+    head's layout (`Fleet.laid_out_as`: the base's one service under the head's name), so
+    only what the conversion really changes is listed: the layout itself, as `services:
+    (unset) -> ["name"]` (the alerts, the dashboard and the stack's outputs follow it), and
+    each key that differs, such as the object names a member takes from its name."""
+    if base_settings is None or head_settings is None:
+        before, after = effective(base, None), effective(head, None)
+    else:
+        before = effective(base, base_settings.laid_out_as(head_settings))
+        after = effective(head, head_settings)
+        before.update(_layout(base_settings, head_settings))
+        after.update(_layout(head_settings, base_settings))
     changes = []
     for path in sorted(set(before) | set(after)):
         if is_step_fact(path):

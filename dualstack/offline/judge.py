@@ -183,14 +183,17 @@ def wire_previous(base: Fleet | None, requested: Weights | str) -> Weights:
 def previous_weights(wire: Weights, judged: Fleet, base: Fleet | None) -> dict[str, int | None]:
     """The protocol's `previousWeight` (`wire_previous`) as {service: weight in %} of the
     `judged` stack (its `base` as the base's code reads it): the one place its shapes become
-    one. While either side declares `services`, a map is as given and anything else says
-    nothing of the members ({}); otherwise one number is the single service's, and null (or
-    a map) nothing deployed ({})."""
-    if judged.declared or (base is not None and base.declared):
-        return dict(wire) if isinstance(wire, dict) else {}
-    if wire is None or isinstance(wire, dict):
+    one. A map is as given while either side declares `services`, else it says nothing ({}).
+    One number is a single-service stack's: the base's one service's (under its name, also
+    when the judged stack declares `services`: `pack_config` maps it to the member that keeps
+    it, `one_service`), or without a base the judged one's; it says nothing of a declared
+    fleet ({}). Null: nothing deployed ({})."""
+    if isinstance(wire, dict):
+        return dict(wire) if judged.declared or (base is not None and base.declared) else {}
+    single = base if base is not None else judged
+    if wire is None or single.declared:
         return {}
-    return {judged.first.name: wire}
+    return {single.first.name: wire}
 
 
 def judge(base: BaseSide, head: JudgeRequest) -> Verdict:

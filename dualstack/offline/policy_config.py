@@ -203,15 +203,14 @@ def single_weight(previous: Weights) -> int | None:
 
 
 def one_service(head: Fleet, base: Fleet | None, previous: Weights) -> tuple[Fleet | None, Weights]:
-    """(base, previous weights) as the head names its service: a conversion between a stack
-    without `services` and a fleet of one (either way; one service on each side, one side
-    declared) keeps the one service, so the base's service is the head's, under the head's
-    name, with its weight (not a raise from 0, not a new service without a record) and its
-    images and verified pairs. Anything else is returned as it is."""
-    if base is None or len(head) != 1 or len(base) != 1 or head.declared == base.declared:
+    """(base, previous weights) as the head lays out its service: a conversion between a stack
+    without `services` and a fleet of one (either way) keeps the one service, so the base's
+    service is the head's, under the head's name and in its shape (`Fleet.laid_out_as`),
+    with its deployed weight (not a raise from 0) and its images and verified pairs (not a
+    new service without a record). Anything else is returned as it is."""
+    if base is None or base.laid_out_as(head) is base:
         return base, previous
-    name = head.names[0]
-    return Fleet({name: base.first}, declared=base.declared), {name: previous.get(base.names[0])}
+    return base.laid_out_as(head), {head.names[0]: previous.get(base.names[0])}
 
 
 def pack_config(

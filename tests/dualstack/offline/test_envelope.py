@@ -448,6 +448,53 @@ def test_a_fleet_member_s_own_backend_keys_are_its_facts():
     assert fleet_changes(fleet_of(), step) == []
 
 
+NAMED = [
+    ("ascend.deploymentName", "inference-green", "{}-green"),
+    ("gatewayApi.routeName", "inference-route", "{}-route"),
+    ("istio.destinationRuleName", "inference-dr", "{}-dr"),
+    ("istio.virtualServiceName", "inference-vs", "{}-vs"),
+    ("nvidia.deploymentName", "inference-blue", "{}-blue"),
+]
+"""(key, the single service's object name, the name a member takes from its name)."""
+
+
+@pytest.mark.parametrize("name", ["inference-service", "chat"])
+def test_a_fleet_of_one_conversion_lists_the_layout_and_what_it_renames(name):
+    """A stack without `services` becoming a fleet of one (or back) is compared in the head's
+    layout: the base's one service under the head's name. The layout is one fact; the
+    service's keys differ only where they really do (its object names, its Service's name)."""
+    single = cfg(ascendWeight="5", capacity={"totalReplicas": 6})
+    fleet = cfg(services={name: {"ascendWeight": 5, "capacity": {"totalReplicas": 6}}})
+    names = [(key, old, new.format(name)) for key, old, new in NAMED]
+    if name != "inference-service":
+        names.append(("service.name", "inference-service", name))
+    assert fleet_changes(single, fleet) == [
+        f'services: (unset) -> ["{name}"]',
+        *(f"services.{name}.{key}: {old} -> {new}" for key, old, new in names),
+    ]
+    assert fleet_changes(fleet, single) == [
+        *(f"{key}: {new} -> {old}" for key, old, new in names),
+        f'services: ["{name}"] -> (unset)',
+    ]
+
+
+def test_a_fleet_of_one_conversion_still_lists_a_changed_key():
+    single = cfg(ascendWeight="5")
+    fleet = cfg(services={"chat": {"ascendWeight": 5, "capacity": {"totalReplicas": 2}}})
+    assert "services.chat.capacity.totalReplicas: 4 -> 2" in fleet_changes(single, fleet)
+    assert "capacity.totalReplicas: 2 -> 4" in fleet_changes(fleet, single)
+
+
+def test_a_stack_becoming_a_fleet_of_two_lists_the_layout_and_every_member_key():
+    single = cfg(ascendWeight="5")
+    fleet = cfg(services={"chat": {"ascendWeight": 5}, "embedder": {"ascendWeight": 0}})
+    changes = fleet_changes(single, fleet)
+    assert 'services: (unset) -> ["chat", "embedder"]' in changes
+    assert "services.chat.capacity.totalReplicas: (unset) -> 4" in changes
+    assert "capacity.totalReplicas: 4 -> (unset)" in changes
+    assert fleet_changes(fleet, fleet) == []
+
+
 STAGING = """config:
   dualstack-inference:ascendWeight: "20"
   dualstack-inference:verifiedAscendImage: registry/inference-service:v1.2.3-npu

@@ -33,7 +33,9 @@ def test_a_single_service_is_a_fleet_of_one() -> None:
         (None, SINGLE, None, {}),  # a first deploy
         ({"chat": 5, "embedder": None}, FLEET, FLEET, {"chat": 5, "embedder": None}),
         (None, FLEET, FLEET, {}),
-        (20, FLEET, SINGLE, {}),  # one number says nothing of the members of a new fleet
+        (20, FLEET, SINGLE, {SINGLE.first.name: 20}),  # the base's one service, by its name
+        (20, FLEET, None, {}),  # one number says nothing of the members of a new fleet
+        (20, SINGLE, None, {SINGLE.first.name: 20}),
         (FLEET.weights, SINGLE, FLEET, FLEET.weights),  # a fleet folded back into one service
         ({"x": 5}, SINGLE, SINGLE, {}),  # a map for one service: nothing known
     ],
