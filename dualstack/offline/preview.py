@@ -328,10 +328,40 @@ def image_line(preview: Preview | ServiceView) -> str:
     return f"Ascend image: {image} (NOT verified at the base)"
 
 
+def step_changes(preview: Preview) -> list[str]:
+    """The step facts the head changes against the base, which the envelope leaves to the
+    other policies: each service's weight and images as `ascendWeight 20 -> 5`, `nvidia.image
+    A -> B` (a fleet member's under its key, `services.chat.ascendWeight 0 -> 5`), the base's
+    as its own code reported them. A service the base does not hold is left out (the envelope
+    lists it)."""
+    moved = []
+    for view in preview.services:
+        if view.base is None:
+            continue
+        settings = view.settings
+        facts = [("ascendWeight", view.base.weight, settings.ascend_weight)]
+        facts += [
+            (f"{hw}.image", view.base.images.get(hw), settings.hardware(hw).image)
+            for hw in HARDWARE
+        ]
+        moved += [
+            f"{settings.config_key(key)} {before} -> {after}"
+            for key, before, after in facts
+            if before != after
+        ]
+    return moved
+
+
 def envelope_lines(preview: Preview) -> list[str]:
-    """The safety-envelope section: `unchanged`, or each change `fact: before -> after`."""
+    """The safety-envelope section: `unchanged` with the step facts that change (`; the step
+    changes ascendWeight 20 -> 5 and nvidia.image A -> B`: `step_changes`), or each change
+    `fact: before -> after`."""
     if not preview.envelope:
-        return ["Safety envelope: unchanged (a migration step only)"]
+        moved = step_changes(preview)
+        if not moved:
+            return ["Safety envelope: unchanged, and so are the weight and images"]
+        listed = ", ".join(moved[:-1]) + " and " + moved[-1] if len(moved) > 1 else moved[0]
+        return [f"Safety envelope: unchanged; the step changes {listed}"]
     count = len(preview.envelope)
     status = (
         "approved by the owners (--owner-approved)"

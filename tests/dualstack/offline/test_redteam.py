@@ -290,3 +290,38 @@ def test_the_base_judges_what_the_pull_request_wrote(tmp_path, capsys, case):
     code, _out, err = preview(repo, capsys, *case.args)
     first = err.splitlines()[0] if err else ""
     assert (code, case.first in first) == (case.code, True), first
+
+
+@pytest.mark.parametrize(
+    ("base", "head", "line"),
+    [
+        (
+            prod(20),
+            write(SP, prod(5, f"  {P}nvidia:\n    image: {EVIL}\n")),
+            f"unchanged; the step changes ascendWeight 20 -> 5 and nvidia.image {NV} -> {EVIL}",
+        ),
+        (prod(5), write(SP, prod(20)), "unchanged; the step changes ascendWeight 5 -> 20"),
+        (
+            fleet(("chat", 0), ("embed", 20)),
+            write(SP, fleet(("chat", 0), ("embed", 5))),
+            "unchanged; the step changes services.embed.ascendWeight 20 -> 5",
+        ),
+        (
+            prod(5),
+            append("README.md", "\nA note.\n"),
+            "unchanged, and so are the weight and images",
+        ),
+    ],
+    ids=["20->5 swapping the NVIDIA image", "5->20", "a fleet member down", "docs only"],
+)
+def test_the_envelope_line_says_what_the_step_changes(tmp_path, capsys, base, head, line):
+    """The envelope holds no step fact (a weight, an image: the other policies judge them), so
+    an unchanged envelope says which the step changes: a decrease that swaps the image serving
+    the rest of the traffic is not 'a migration step only'."""
+    repo = make_repo(tmp_path)
+    (repo / "README.md").write_text("A gitops repo.\n", encoding="utf-8")
+    write(SP, base)(repo)
+    commit(repo, "the base")
+    head(repo)
+    _code, out, _err = preview(repo, capsys)
+    assert f"Safety envelope: {line}" in out.splitlines()

@@ -283,7 +283,7 @@ def test_an_environment_the_base_already_imports_is_no_change(repo, capsys):
     head(repo, ascendWeight="20")
     code, out, err = preview(repo, capsys)
     assert code == 0, out + err
-    assert "Safety envelope: unchanged (a migration step only)" in out
+    assert "Safety envelope: unchanged; the step changes ascendWeight 5 -> 20" in out
 
 
 # ------------------------------------------------------------- 4. process
@@ -313,7 +313,7 @@ def test_an_approved_ladder_takes_effect_in_the_next_pr(repo, capsys):
     head(repo, ascendWeight="100")
     code, out, _err = preview(repo, capsys)
     assert code == 0, out
-    assert "Safety envelope: unchanged (a migration step only)" in out
+    assert "Safety envelope: unchanged; the step changes ascendWeight 5 -> 100" in out
 
 
 @pytest.mark.parametrize("stack", ["prod", "staging"])
@@ -336,7 +336,8 @@ def test_rolling_back_every_stack_in_one_pr_passes(repo, capsys):
     for stack in ("prod", "staging"):
         code, out, err = preview(repo, capsys, stack=stack)
         assert code == 0, out + err
-        assert "Safety envelope: unchanged (a migration step only)" in out
+        moved = "5 -> 0" if stack == "prod" else "20 -> 5"
+        assert f"Safety envelope: unchanged; the step changes ascendWeight {moved}" in out
 
 
 # ------------------------------------------------------------- what must pass
@@ -349,7 +350,7 @@ def test_legitimate_rungs_pass(repo, capsys, before, after):
     code, out, err = preview(repo, capsys)
     assert code == 0, out + err
     assert f"Ascend weight: {before}% -> {after}%" in out
-    assert "Safety envelope: unchanged (a migration step only)" in out
+    assert f"Safety envelope: unchanged; the step changes ascendWeight {before} -> {after}" in out
 
 
 @pytest.mark.parametrize(("before", "after"), [(100, 80), (80, 0), (50, 20), (20, 5), (100, 0)])

@@ -48,7 +48,7 @@ def test_the_merge_result_of_a_stale_plain_step_is_a_plain_step(stale, capsys):
     code, out, err = preview(merged, capsys, "--base", "main")
     assert code == 0, out + err
     assert "Ascend weight: 5% -> 20%" in out
-    assert "Safety envelope: unchanged (a migration step only)" in out
+    assert "Safety envelope: unchanged; the step changes ascendWeight 5 -> 20" in out
 
 
 def test_a_branch_already_on_the_target_is_its_own_merge_result(tmp_path, capsys):
