@@ -7,7 +7,9 @@ never from the change under review, and lets an Ascend image serve traffic only 
 served is in that history, so rolling back to an earlier verified pair is always allowed.
 
 `verifiedAscendImage` (one Ascend image, no NVIDIA image) is the older form of the same record;
-it still counts, as a pair that accepts any NVIDIA image.
+it still counts, as an entry that names no NVIDIA image (`verified_facts`): `pair_verified`
+(this stack's own record, the preview's lines) takes it with any NVIDIA image, the policy pack
+only with the deployed one (`policies/supply_chain.py`).
 """
 
 from __future__ import annotations
@@ -46,7 +48,12 @@ def verified_facts(
 
 
 def pair_verified(facts: list[dict[str, str]], nvidia: str, ascend: str) -> bool:
-    """True when (nvidia, ascend) is a verified pair of `facts` (see `verified_facts`)."""
+    """True when `facts` record the images `nvidia` + `ascend` as verified. `facts` are policy
+    config `verifiedImages` entries (`verified_facts`): `{"nvidia": ..., "ascend": ...}` for a
+    pair of `verifiedImages`, `{"ascend": ...}` alone for the older `verifiedAscendImage`. A
+    pair matches when both its images are these; an entry without `nvidia` when its Ascend
+    image is `ascend`, whatever `nvidia` is. (The pack is stricter with such an entry: it
+    accepts it only with the deployed NVIDIA image, `policies/supply_chain.py`.)"""
     return any(
         fact.get("ascend") == ascend and fact.get("nvidia") in (None, nvidia) for fact in facts
     )
