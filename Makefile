@@ -9,7 +9,7 @@ LOCK_FLAGS := --quiet --generate-hashes --allow-unsafe --strip-extras --all-buil
 	--no-emit-index-url --no-emit-find-links
 
 .PHONY: venv lock preview render test lint format bench completion tools checkov example \
-	mutate mutate-changed clean
+	docs mutate mutate-changed clean
 CHECKOV := .ci/checkov-venv/bin/checkov
 STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 
@@ -61,6 +61,13 @@ checkov: venv tools
 ## a mandatory violation): .ci/example-fleet, output in out/example-fleet.
 example: venv
 	PY=$(PY) bash .ci/example-fleet out/example-fleet
+
+## The docs site (mkdocs.yml): regenerate what is generated from the code (docs/reference/ by
+## dualstack/docs_gen.py), then build the site into out/site. `make test` fails while a
+## generated page is out of date (tests/docs/) and builds the site strictly.
+docs: venv
+	$(PY) -m dualstack.docs_gen
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 lint: venv
 	$(PY) -m ruff check .

@@ -79,9 +79,9 @@ def test_both_code_hosts_name_the_same_paths() -> None:
 def test_the_set_up_dismisses_approvals_a_new_push_makes_stale() -> None:
     """An approval given before the author pushes an envelope change must not approve that
     change: the check re-runs on the push and reads the review state, which the code host
-    keeps APPROVED unless the set-up the README gives dismisses it."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    set_up = readme.split("**Set-up on GitHub.**", 1)[1].split("**Stronger", 1)[0]
+    keeps APPROVED unless the set-up the trust model gives dismisses it."""
+    page = (REPO / "docs" / "trust-model.md").read_text(encoding="utf-8")
+    set_up = page.split("**Set-up on GitHub.**", 1)[1].split("**Stronger", 1)[0]
     flat = " ".join(set_up.split())
     for setting in (
         "Require review from Code Owners",

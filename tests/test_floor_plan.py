@@ -1,5 +1,6 @@
 """docs/ARCHITECTURE.md's floor plan matches the tree: every module it names exists, and every
-package is named under its parent (the README links to it instead of keeping a copy)."""
+package is named under its parent (the README and the docs site link to it instead of keeping a
+copy)."""
 
 from __future__ import annotations
 
@@ -90,8 +91,10 @@ def test_a_stale_or_missing_entry_is_found(tmp_path: Path) -> None:
     ]
 
 
-def test_the_readme_links_to_the_floor_plan_instead_of_copying_it() -> None:
+def test_the_readme_and_the_site_link_to_the_floor_plan_instead_of_copying_it() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    layout = readme.split("## Repository layout", 1)[1].split("\n## ", 1)[0]
-    assert "docs/ARCHITECTURE.md" in layout
-    assert "```" not in layout
+    assert "docs/ARCHITECTURE.md" in readme
+    entry = "  settings/        one frozen pydantic tree"  # a line of the floor plan
+    assert entry in ARCHITECTURE.read_text(encoding="utf-8")
+    pages = [REPO / "README.md", *(REPO / "docs").rglob("*.md")]
+    assert [p.name for p in pages if p != ARCHITECTURE and entry in p.read_text("utf-8")] == []

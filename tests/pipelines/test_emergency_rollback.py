@@ -304,19 +304,18 @@ def test_a_cache_hit_installs_nothing(tmp_path: Path) -> None:
     assert calls(tmp_path / "calls.jsonl") == []  # no curl, no `pulumi plugin install`
 
 
-# ------------------------------------------------------------------ the README's SOP
+# ------------------------------------------------------------------ the SOP page
 
 
-def test_readme_sop_starts_with_this_path_and_its_budget_fits_the_minute() -> None:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    sop = text.split("### Emergency SOP (Ascend misbehaves in production)\n", 1)[1]
-    sop = sop.split("\n### ", 1)[0]
-    opening = sop.split("#### ", 1)[0]
+def test_the_sop_starts_with_this_path_and_its_budget_fits_the_minute() -> None:
+    text = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
+    sop = text.split("# Emergency SOP (Ascend misbehaves in production)\n", 1)[1]
+    opening = sop.split("\n## ", 1)[0]
     assert "dualstack rollback --emergency" in opening
     for trigger in ("`emergency-rollback`", "`rollback:prod`", "`rollback:all`"):
         assert trigger in opening
     assert re.findall(r"^\d\. \*\*(\w+)\*\*", opening, re.M) == ["Stop", "Traffic", "Git"]
-    assert sop.index("#### Time budget") < sop.index("#### Break-glass")
+    assert sop.index("\n## Time budget") < sop.index("\n## Break-glass")
     rows = budget()
     steps = [value for name, value in rows.items() if name != "Total"]
     assert rows["Total"] == (sum(ci for ci, _ in steps), sum(lap for _, lap in steps))

@@ -405,24 +405,20 @@ def test_gitlab_rollback_is_manual_and_targeted() -> None:
         assert "pulumi" not in text.replace("PULUMI_", "")  # dualstack runs the CLI
 
 
-# ------------------------------------------------------------------ README walkthrough
+# ------------------------------------------------------------------ the CI page's walkthrough
+
+CI_PAGE = REPO / "docs" / "ci.md"
+"""The docs site's "CI set-up: GitHub and GitLab": the pull-request flow, step by step."""
 
 
-def readme_section(title: str) -> str:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.M | re.S)
-    assert match, f"README has no '## {title}' section"
-    return match[1]
-
-
-def listed_steps(section: str, heading: str) -> list[str]:
-    """Bold step names of the numbered list under `heading` in the README section."""
-    block = section.split(f"### {heading}\n", 1)[1].split("\n### ", 1)[0]
+def listed_steps(page: str, heading: str) -> list[str]:
+    """Bold step names of the numbered list under the `## heading` of the page."""
+    block = page.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"^\d+\. \*\*(.+?)\*\*", block, re.M)
 
 
-def test_readme_pr_walkthrough_matches_the_pipelines_step_by_step() -> None:
-    section = readme_section("Pull-request flow")
+def test_the_ci_page_walks_through_the_pipelines_step_by_step() -> None:
+    section = CI_PAGE.read_text(encoding="utf-8")
     for command in (
         "pulumi config set ascendWeight 20 --stack prod",
         "git push",

@@ -1,4 +1,5 @@
-"""Speed figures of the emergency rollback (`make bench`), against the README's time budget.
+"""Speed figures of the emergency rollback (`make bench`), against its time budget
+(docs/operations.md).
 
 - The local path's own time: a cold `dualstack rollback --emergency --stack prod` process up to
   "traffic applied", with a stand-in `pulumi` that answers at once (network excluded), plus a
@@ -7,8 +8,9 @@
   actions/cache and the GitLab runner do after the download), and, for comparison, creating
   the venv again from a warm pip cache (what a cache miss costs).
 
-Each prints its figure, its budget line (README "Time budget") and `met` or `missed`, with the
-machine's load; nothing is asserted on time. Both need `make bench` (a few minutes).
+Each prints its figure, its budget line (docs/operations.md "Time budget") and `met` or
+`missed`, with the machine's load; nothing is asserted on time. Both need `make bench` (a few
+minutes).
 """
 
 from __future__ import annotations
