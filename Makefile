@@ -63,10 +63,12 @@ example: venv
 	PY=$(PY) bash .ci/example-fleet out/example-fleet
 
 ## The docs site (mkdocs.yml): regenerate what is generated from the code (docs/reference/ by
-## dualstack/docs_gen.py), then build the site into out/site. `make test` fails while a
-## generated page is out of date (tests/docs/) and builds the site strictly.
-docs: venv
+## dualstack/docs_gen.py; "Your first rung" in README.md and docs/first-rung.md by running its
+## commands on a fixture repo, tests/docs/first_rung.py), then build the site into out/site.
+## `make test` fails while a generated page is out of date (tests/docs/) and builds the site.
+docs: venv tools
 	$(PY) -m dualstack.docs_gen
+	$(PY) -m tests.docs.first_rung
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 lint: venv
