@@ -6,7 +6,7 @@
 - `router: gateway-api`: an HTTPRoute to the direct per-hardware Services
   (`components.routers.gateway_api`). While `istio.gateways` is still set, the VirtualService
   and its DestinationRule stay, bound to those classic Istio gateways only (the cut-over in
-  README "Routers").
+  docs/routers.md).
 
 Both routers render the same three rules in the same order: a pin per backend (header
 `testerPinning.header`, when enabled), then the weighted split `100 - w` / `w`

@@ -22,7 +22,7 @@ from components.settings.monitoring import AlertSettings
 
 
 def sop_rollback(stack: str, member: str | None = None) -> str:
-    """The SOP 1 instruction (README "Emergency SOP"): `dualstack rollback` (of the fleet
+    """The SOP 1 instruction (docs/operations.md): `dualstack rollback` (of the fleet
     member `member`), then the targeted `pulumi up` it prints, which moves the traffic split
     before anything else."""
     service = f" --service {member}" if member is not None else ""

@@ -5,7 +5,7 @@ VirtualService splitting traffic between them, bound to the mesh and to `istio.g
 With `router: gateway-api` the VirtualService and its DestinationRule stay while
 `istio.gateways` is still set, bound to those classic Istio gateways only (not the mesh):
 ingress through them keeps its split until its clients have moved to a Gateway API Gateway (the
-cut-over in README "Routers").
+cut-over in docs/routers.md).
 
 Istio facts (REFERENCE.md, istio.io traffic-management docs): route weights are int32; a total
 of 0 is rejected and older meshes require exactly 100, so both routes are always emitted as

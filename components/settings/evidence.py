@@ -2,7 +2,7 @@
 
 Stack config key `verifiedImages` is the verification history, a list of `{nvidia, ascend}`
 image pairs, oldest first. `dualstack verify-precision` is its only writer: it appends the pair
-it checked once the check passed (README: "Trust model"). The judge reads it from the BASE,
+it checked once the check passed (docs/trust-model.md). The judge reads it from the BASE,
 never from the change under review, and lets an Ascend image serve traffic only when the pair
 served is in that history, so rolling back to an earlier verified pair is always allowed.
 

@@ -44,7 +44,7 @@ def merge_request_of(api_url: str, project_id: str, sha: str, token: str) -> str
 
 
 JUDGE_RULE = "dualstack judge"
-"""The approval rule the judge bot satisfies (README "Set-up on GitLab"): its approval is the
+"""The approval rule the judge bot satisfies (docs/trust-model.md): its approval is the
 judge's verdict, never the owners'."""
 
 

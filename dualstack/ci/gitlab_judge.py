@@ -1,4 +1,4 @@
-"""The GitLab judge project's calls (README "Trust model", `.gitlab/judge.yml`).
+"""The GitLab judge project's calls (docs/trust-model.md, `.gitlab/judge.yml`).
 
 The judge runs in its own project, triggered by the gitops project's merge-request webhook;
 GitLab hands it the event as `TRIGGER_PAYLOAD`, which is only a pointer: every fact the judge

@@ -100,8 +100,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "caveat. With --commit and no --branch, a taken branch name gets a -2, -3, ... "
         "suffix. Exit 0 done (or already there), 1 the lower weight breaks a mandatory policy "
         "the stack did not break before (file restored), 2 error. With --emergency: traffic "
-        "first (cancel the running update, apply the traffic objects, then commit; README "
-        "Emergency SOP).",
+        "first (cancel the running update, apply the traffic objects, then commit; "
+        "docs/operations.md).",
     )
     add_stack_argument(parser)
     add_service_argument(parser)
@@ -379,7 +379,7 @@ def _add_emergency_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="traffic first: `pulumi cancel` the stack's running update, `pulumi up --target` "
         "the traffic objects alone (no preview, no refresh), then commit the stack file on a "
-        "new branch (README: Emergency SOP)",
+        "new branch (docs/operations.md)",
     )
     parser.add_argument(
         "--all",
@@ -486,7 +486,7 @@ def _emergency(args: argparse.Namespace, root: Path, result: dict) -> int:
         )
     for done in failed:
         plan = next(p for p in plans if p.stack == done.stack)
-        print(f"Break-glass for {done.stack} without Pulumi (see README: Emergency SOP):")
+        print(f"Break-glass for {done.stack} without Pulumi (see docs/operations.md):")
         lines = break_glass_lines(*_moved_fleets(plan), plan.stack)
         print("\n".join(lines))
         next(e for e in result["stacks"] if e["stack"] == done.stack)["breakGlass"] = lines
@@ -565,8 +565,8 @@ def _missing_cli(stacks: list[str]) -> str | None:
     which = f"--stack {stacks[0]}" if len(stacks) == 1 else "--stack S for each stack"
     return (
         "install it (https://www.pulumi.com/docs/install/), or without Pulumi run "
-        f"`dualstack rollback {which}` for the break-glass `kubectl patch` (README: "
-        "Break-glass)"
+        f"`dualstack rollback {which}` for the break-glass `kubectl patch` "
+        "(docs/operations.md, Break-glass)"
     )
 
 
@@ -644,7 +644,7 @@ def _print_pending(stack: str, pending: list[str]) -> None:
     print(
         "  The next `pulumi up` warns and goes ahead; a `creating` one needs "
         f"`pulumi refresh --yes --skip-preview --clear-pending-creates --stack {stack}` "
-        "first (README: Emergency SOP)."
+        "first (docs/operations.md)."
     )
 
 

@@ -4,7 +4,7 @@ image pair in the verification history `verifiedImages` (and the Ascend image as
 
 The verification history is the evidence policy `precision-verified-before-promotion` judges
 by, read from the BASE of every later change; this command, run by the verification job after
-the check passed, is its only writer (README: "Trust model"). The check uses the stack's
+the check passed, is its only writer (docs/trust-model.md). The check uses the stack's
 `precisionCheck` settings (flags override them) and labels its result with the stack's
 images. Writing the file is the last step, after every line of output has been delivered:
 on a mismatch, an error or a closed output pipe nothing is written.

@@ -72,15 +72,15 @@ def _preview_section(preview_text: str) -> list[str]:
 
 
 def envelope_section(changes: list[str]) -> list[str]:
-    """`### Safety envelope`: each change `fact: before -> after` (README "Trust model"), or
+    """`### Safety envelope`: each change `fact: before -> after` (docs/trust-model.md), or
     that the PR is a migration step only."""
     if not changes:
         return ["### Safety envelope", "", "Unchanged: this is a migration step only.", ""]
     return [
         "### Safety envelope",
         "",
-        'Besides the step, this pull request changes the safety envelope (README "Trust '
-        "model\"): it needs the owners' approval unless it lowers the weight, and approved it "
+        'Besides the step, this pull request changes the safety envelope (docs/trust-model.md): '
+        "it needs the owners' approval unless it lowers the weight, and approved it "
         "may not raise a weight or change an image:",
         "",
         *(f"- `{change}`" for change in changes),

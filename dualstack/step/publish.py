@@ -25,8 +25,7 @@ from dualstack.repo.stackfile import StackFileError, read_config, read_config_at
 
 EVIDENCE_KEYS = ("verifiedAscendImage", "verifiedImages")
 """What `dualstack verify-precision` writes: evidence, which lands through its own pull request
-(the verification job's, approved by the owners), never inside a step (README: "Trust
-model")."""
+(the verification job's, approved by the owners), never inside a step (docs/trust-model.md)."""
 
 
 MAX_BRANCH_SUFFIX = 99

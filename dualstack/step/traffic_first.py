@@ -1,4 +1,4 @@
-"""The emergency rollback, traffic first (README "Emergency SOP"): stop the running update,
+"""The emergency rollback, traffic first (docs/operations.md): stop the running update,
 apply the traffic objects alone, then record the same change in git.
 
 Per stack, in this order (`apply_fleet` runs the stacks of `--all` side by side):

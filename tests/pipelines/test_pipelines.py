@@ -1,6 +1,6 @@
 """The pipeline files: official schemas, actionlint, and the rules a reviewer relies on
 (offline preview and policy pack on every PR, `up` only from the default branch, one `up` per
-stack at a time, staging before prod, every stack wired, README walkthrough in step)."""
+stack at a time, staging before prod, every stack wired, the CI page's walkthrough in step)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The static audit of the pipelines (README "Trust model"): the trusted judge job reads the
+"""The static audit of the pipelines (docs/trust-model.md): the trusted judge job reads the
 head only as data (tests/pipelines/trusted_lint.py), the untrusted workflow holds no secret,
 and zizmor finds nothing above "low" in .github/workflows that is not justified inline."""
 

@@ -2,8 +2,8 @@
 fresh `python -m dualstack` process, measured as CPU time (user + system of the child: what
 start-up costs, less sensitive than wall time to other work on the machine), for this tree
 and, interleaved, for the code at BENCH_BASE_REF (default `main`, exported with `git archive`)
-so both sides see the same load. Target (issue 17): at most 50 ms more than the base (README
-quotes the figures). Printed, never asserted."""
+so both sides see the same load. Target (issue 17): at most 50 ms more than the base
+(docs/workflow.md quotes the figures). Printed, never asserted."""
 
 from __future__ import annotations
 

@@ -234,7 +234,7 @@ def test_without_the_pulumi_cli_nothing_is_written_or_committed(
         "error: --emergency runs `pulumi cancel` and `pulumi up --target` first, but the "
         "pulumi CLI is not on PATH; nothing was changed: install it "
         "(https://www.pulumi.com/docs/install/), or without Pulumi run `dualstack rollback "
-        "--stack prod` for the break-glass `kubectl patch` (README: Break-glass)\n"
+        "--stack prod` for the break-glass `kubectl patch` (docs/operations.md, Break-glass)\n"
     )
     assert (repo / "Pulumi.prod.yaml").read_bytes() == before
     assert git(repo, "rev-parse", "HEAD") == head

@@ -92,7 +92,7 @@ def test_a_failed_commit_restores_the_file_and_deletes_the_branch(git_repo, caps
 
 
 def test_promote_commit_refuses_to_carry_a_verification_record(git_repo, capsys):
-    """Evidence never rides along with a step (README "Trust model"): the record that
+    """Evidence never rides along with a step (docs/trust-model.md): the record that
     verify-precision writes lands through its own pull request."""
     set_config_values(git_repo, "prod", {"verifiedAscendImage": "registry/inference:v2-npu"})
     before = (git_repo / "Pulumi.prod.yaml").read_bytes()

@@ -1,4 +1,4 @@
-"""The PR text lists the safety-envelope changes fact by fact (README "Trust model")."""
+"""The PR text lists the safety-envelope changes fact by fact (docs/trust-model.md)."""
 
 from __future__ import annotations
 
