@@ -79,7 +79,7 @@ def envelope_section(changes: list[str]) -> list[str]:
     return [
         "### Safety envelope",
         "",
-        'Besides the step, this pull request changes the safety envelope (docs/trust-model.md): '
+        "Besides the step, this pull request changes the safety envelope (docs/trust-model.md): "
         "it needs the owners' approval unless it lowers the weight, and approved it "
         "may not raise a weight or change an image:",
         "",
