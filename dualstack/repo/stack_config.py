@@ -35,7 +35,7 @@ CODE_BESIDE = ("components", "dualstack", "policies", "precision_check")
 def require_code_beside(root: Path) -> None:
     """Before a judged command (`preview`, `promote`) starts a base: a project in a subfolder
     of its git repository (`-C examples/fleet`) whose folder holds no code cannot be judged
-    (the base's judge runs the code beside the stack file, README "Trust model"). Raises
+    (the base's judge runs the code beside the stack file, docs/trust-model.md). Raises
     UsageError naming the way out; a project at its repository's root (or outside git, or
     with its code beside it) passes."""
     from dualstack.repo.git import git_or_none
@@ -54,8 +54,8 @@ def require_code_beside(root: Path) -> None:
     raise UsageError(
         f"the base's judge runs the code beside the stack's Pulumi.yaml, but {where} holds "
         f"stack files only (the code is at the repository's root): {example}a stack of your "
-        "own needs a repository of its own with the code beside its Pulumi.yaml (README "
-        '"Trust model"); `render` works from here'
+        "own needs a repository of its own with the code beside its Pulumi.yaml "
+        "(docs/trust-model.md); `render` works from here"
     )
 
 

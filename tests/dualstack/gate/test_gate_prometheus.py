@@ -190,8 +190,8 @@ def test_healthy_ascend_passes_every_criterion(project, prometheus, tmp_path, ca
 
 
 def test_the_markdown_charts_have_at_most_30_points(project, prometheus, tmp_path):
-    """README: the charts plot at most 30 points from query_range over the window (both ends
-    of the range included), here over 30m and 2h of a real Prometheus."""
+    """docs/workflow.md: the charts plot at most 30 points from query_range over the window
+    (both ends of the range included), here over 30m and 2h of a real Prometheus."""
     for window in ("30m", "2h"):
         report = tmp_path / f"gate-{window}.md"
         gate(project, prometheus, "healthy", "--window", window, "--markdown", str(report))

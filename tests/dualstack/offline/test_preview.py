@@ -142,8 +142,8 @@ def test_a_stack_in_a_subfolder_without_code_names_the_way_out(git_repo, capsys)
         "error: the base's judge runs the code beside the stack's Pulumi.yaml, but "
         "examples/fleet holds stack files only (the code is at the repository's root): `make "
         "example` previews this example from a scratch repository holding the code; a stack of "
-        "your own needs a repository of its own with the code beside its Pulumi.yaml (README "
-        '"Trust model"); `render` works from here\n'
+        "your own needs a repository of its own with the code beside its Pulumi.yaml "
+        "(docs/trust-model.md); `render` works from here\n"
     )
     assert (
         main(["-C", str(example), "promote", "--service", "chat", "--skip-gate", "--reason", "x"])

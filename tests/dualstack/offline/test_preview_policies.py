@@ -43,7 +43,7 @@ def test_5_to_20_passes(git_repo, capsys):
 
 
 def test_a_pass_says_why(git_repo, capsys):
-    """The reviewer reads why each policy passed, as the README's pull-request flow says:
+    """The reviewer reads why each policy passed, as docs/ci.md's pull-request flow says:
     `no-unsafe-weight-jump` passes because 20 is the step after the deployed 5."""
     set_config_values(git_repo, "prod", {"ascendWeight": 20})
     code, out, _err = preview(git_repo, capsys)
