@@ -7,7 +7,10 @@ under; tests check the URNs against a render.
 
 A `kubectl patch` of the VirtualService (or, with `router: gateway-api`, the HTTPRoute) acts
 at once but is overwritten by the next GitOps apply unless the same change lands in git
-(REFERENCE.md: the seed article's error).
+(REFERENCE.md: the seed article's error): before each update pulumi-kubernetes hands its own
+field manager the fields of every `kubectl*` manager, `kubectl-patch` included (await.go
+`fixCSAFieldManagers`, prefix match; pulumi-kubernetes#2640), so that apply meets no conflict
+(docs/operations.md, "Break-glass").
 """
 
 from __future__ import annotations
@@ -130,8 +133,9 @@ def instructions(before: Fleet, after: Fleet, stack: str) -> list[str]:
         f"  {targeted_up(before, after, stack)}",
         "Then land this change in git (commit, PR, merge) and let the next full `pulumi up` "
         "resize the rest.",
-        "Break-glass without Pulumi (acts at once, but the next `pulumi up` overwrites it "
-        "unless this commit lands):",
+        "Break-glass without Pulumi (acts at once, but the next `pulumi up` takes the fields "
+        "back from kubectl-patch and overwrites it with the weight of the commit it deploys, "
+        "so land this commit first):",
     ]
     for settings in grows:
         name = settings.nvidia.deployment_name

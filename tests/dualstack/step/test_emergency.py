@@ -128,8 +128,9 @@ LAND = (
     "resize the rest."
 )
 BREAK_GLASS = (
-    "Break-glass without Pulumi (acts at once, but the next `pulumi up` overwrites it "
-    "unless this commit lands):"
+    "Break-glass without Pulumi (acts at once, but the next `pulumi up` takes the fields back "
+    "from kubectl-patch and overwrites it with the weight of the commit it deploys, so land "
+    "this commit first):"
 )
 
 

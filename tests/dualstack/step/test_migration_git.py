@@ -70,7 +70,7 @@ def test_rollback_prints_the_fastest_path_and_the_break_glass_caveat(git_repo, c
         "dualstack:index:DualStackInference$dualstack:index:TrafficSplit$"
         "kubernetes:networking.istio.io/v1:VirtualService::inference-traffic-virtual-service'"
     ) in out
-    assert "the next `pulumi up` overwrites it unless this commit lands" in out
+    assert "the next `pulumi up` takes the fields back from kubectl-patch and overwrites it" in out
     assert "kubectl -n inference patch virtualservices.networking.istio.io inference-vs" in out
     assert "--- PR title ---\nprod: roll back Ascend weight 5% -> 0%\n" in out
 
