@@ -56,10 +56,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Render the stack from the working tree with this code, and have BASE's "
         "own code judge it: BASE's render, facts (previous weight, step limit, capacity, "
         "verified images, ...), envelope changes and policy pack. Prints the weight move, the "
-        "replica move, the safety-envelope changes, each policy's result, each object's change "
-        "and a unified diff. Without -s, every stack is previewed. Exit 0 ok, 1 a mandatory "
-        "policy is violated, 2 the preview could not be built or the base cannot judge (never "
-        "judged as a first deploy unless the stack file is absent at the base).",
+        "replica move, the safety-envelope changes, each policy's result, the objects that "
+        "change (the unchanged ones in one line; --diff lists every one) and a unified diff. "
+        "Without -s, every stack is previewed. Exit 0 ok, 1 a mandatory policy is violated, "
+        "2 the preview could not be built or the base cannot judge (never judged as a first "
+        "deploy unless the stack file is absent at the base).",
     )
     add_stack_argument(parser, many=True)
     parser.add_argument(
@@ -100,6 +101,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--next",
         action="store_true",
         help="preview the next ladder step: the head with ascendWeight one step up",
+    )
+    parser.add_argument(
+        "--diff",
+        action="store_true",
+        help="list every object, unchanged ones too, and show each changed object whole "
+        "(default, as `pulumi preview`: the unchanged ones in one line, 3 lines of context)",
     )
     add_service_argument(parser)
     add_output_argument(parser)
@@ -157,6 +164,8 @@ def _base_cli_argv(args: argparse.Namespace, root: Path) -> list[str]:
         argv.append("--owner-approved")
     if args.service is not None:
         argv += ["--service", args.service]
+    if args.diff:
+        argv.append("--diff")
     argv += ["--output-format", args.output_format]
     if args.json_file is not None:
         argv += ["--json-file", str(args.json_file.resolve())]
@@ -221,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
 
     for index, preview in enumerate(previews):
         if not wants_json(args):
-            sys.stdout.write(("\n" if index else "") + format_preview(preview))
+            sys.stdout.write(("\n" if index else "") + format_preview(preview, args.diff))
         violated = sorted({result.policy for result in preview.violations})
         if violated:
             where = f" (stack {preview.stack})" if len(previews) > 1 else ""

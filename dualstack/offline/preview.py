@@ -5,8 +5,8 @@ running code, which is what `pulumi up` applies, and has the BASE's code judge i
 (`dualstack.offline.judge_client`): the base's render, facts, envelope changes and policy pack.
 `build_preview_from_base()` is the same from a checkout of the base (the pipelines), the head a
 tree rendered by its own code and read as data. Either way the report shows the weight move,
-the replica move, the envelope changes fact by fact, each policy's result, each object's change
-and a unified diff.
+the replica move, the envelope changes fact by fact, each policy's result, each object that
+changes (the unchanged ones in one line) and a unified diff.
 """
 
 from __future__ import annotations
@@ -103,6 +103,8 @@ class Preview:
     """True when no service was asked of a fleet of several: the report shows each one."""
     first_deploy: bool = False
     """True when the stack file is absent at the base (nothing to compare the objects with)."""
+    base_objects: list[dict[str, Any]] = field(default_factory=list)
+    """The base's rendered objects (empty on a first deploy): `--diff` shows changes whole."""
 
     @property
     def violations(self) -> list[PolicyResult]:
@@ -190,6 +192,7 @@ def assemble(
         services=services,
         every_service=every_service and len(services) > 1,
         first_deploy=first_deploy,
+        base_objects=objects,
     )
 
 
@@ -385,8 +388,16 @@ def policy_lines(preview: Preview) -> list[str]:
     return report_lines(preview.policy_results, context, preview.pack)
 
 
-def format_preview(preview: Preview) -> str:
-    """The human report: header lines, object list, then the unified diff."""
+FULL_CONTEXT = 1_000_000
+"""Lines of context `--diff` gives each changed object's diff: the whole object."""
+
+
+def format_preview(preview: Preview, full: bool = False) -> str:
+    """The human report: header lines, object list, then the unified diff.
+
+    As `pulumi preview` does, the objects that do not change are summed up in one line
+    (`22 unchanged`) and the diff shows 3 lines of context; `full` (`--diff`) lists every
+    object and shows each changed object whole."""
     settings = preview.head.settings
     if preview.every_service:
         lines = [f"Stack {preview.stack}: {len(preview.services)} services"]
@@ -420,7 +431,15 @@ def format_preview(preview: Preview) -> str:
             f"Objects: {len(preview.head.objects)} ({counts['update']} changed, "
             f"{counts['create']} added, {counts['delete']} removed)"
         )
-        lines += [f"  {change.describe()}" for change in preview.changes]
+        same = [c for c in preview.changes if c.change == "same"]
+        shown = preview.changes if full else [c for c in preview.changes if c.change != "same"]
+        lines += [f"  {change.describe()}" for change in shown]
+        if same and not full:
+            lines.append(f"    {len(same)} unchanged (--diff lists them, with each change whole)")
+        diff = preview.diff
+        if full and diff:
+            objects = preview.head.objects
+            diff = unified_diff(preview.base_objects, objects, "base", "head", FULL_CONTEXT)
         lines.append("")
-        lines.append(preview.diff.rstrip("\n") if preview.diff else "No changes to any object.")
+        lines.append(diff.rstrip("\n") if diff else "No changes to any object.")
     return "\n".join(lines) + "\n"

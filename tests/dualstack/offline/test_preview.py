@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -152,3 +153,29 @@ def test_a_stack_in_a_subfolder_without_code_names_the_way_out(git_repo, capsys)
     assert "holds stack files only" in capsys.readouterr().err
     assert main(["-C", str(example), "render", "--stack", "fleet"]) == 0
     assert "kind: VirtualService" in capsys.readouterr().out
+
+
+def test_unchanged_objects_are_one_line_and_diff_shows_everything(git_repo: Path, capsys):
+    """As `pulumi preview` ("N unchanged", `--diff`): a step lists the two objects it changes
+    and sums up the rest in one line; `--diff` lists every object and each change whole."""
+    set_config_values(git_repo, "prod", {"ascendWeight": 20})
+    assert main(["-C", str(git_repo), "preview", "-s", "prod"]) == 0
+    out = capsys.readouterr().out
+    objects = out.split("Objects: ", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert objects == [
+        "24 (2 changed, 0 added, 0 removed)",
+        "  ~ PrometheusRule inference/inference-service-dualstack",
+        "  ~ VirtualService inference/inference-vs",
+        "    22 unchanged (--diff lists them, with each change whole)",
+    ]
+    assert "-      weight: 95\n+      weight: 80\n" in out
+    assert "kind: VirtualService" not in out  # 3 lines of context only
+    assert main(["-C", str(git_repo), "preview", "-s", "prod", "--diff"]) == 0
+    full = capsys.readouterr().out
+    listed = full.split("Objects: ", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert len(listed) == 1 + 24 and "    Deployment inference/inference-blue" in listed
+    assert " kind: VirtualService\n" in full  # the changed object whole, as context
+    assert "-      weight: 95\n+      weight: 80\n" in full
+    assert main(["-C", str(git_repo), "preview", "-s", "prod", "-o", "json"]) == 0
+    (stack,) = json.loads(capsys.readouterr().out)["stacks"]
+    assert len(stack["changes"]) == 24  # the document keeps every object
