@@ -38,12 +38,48 @@ COMMANDS = tuple(verb.replace("-", "_") for verb in VERBS)
 """Modules of `dualstack.commands`; each has `register(subparsers)` setting `func`."""
 
 
+EXAMPLES = "Examples:"
+"""The heading of the last section of every `--help` (the parser's epilog)."""
+
+
+def examples(*commands: str, before: str = "") -> str:
+    """A parser's epilog: `before` (a paragraph, e.g. the exit codes), then `Examples:` and one
+    indented line per command, printed as written (`ExamplesFormatter`); a command too long for
+    a line continues after ` \\` + newline on lines indented further. A command may end in a
+    `# comment`; tests/dualstack/commands/test_help_examples.py parses every one."""
+    lines = [
+        ("  " if number == 0 else "      ") + line
+        for command in commands
+        for number, line in enumerate(command.split("\n"))
+    ]
+    section = "\n".join([EXAMPLES, *lines])
+    return f"{before}\n\n{section}" if before else section
+
+
+class ExamplesFormatter(argparse.HelpFormatter):
+    """argparse's formatter, except that the `Examples:` paragraph keeps its lines: every other
+    paragraph of a description or epilog is filled as argparse fills it."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n\n".join(
+            "\n".join(indent + line for line in paragraph.splitlines())
+            if paragraph.startswith(EXAMPLES)
+            else super(ExamplesFormatter, self)._fill_text(paragraph, width, indent)
+            for paragraph in text.split("\n\n")
+        )
+
+
 class OneLineParser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are one line on stderr and exit 2:
     `error: rollback: argument --to: invalid int value: 'abc' (see dualstack rollback --help)`.
 
-    Sub-parsers made by `add_subparsers` get this class too (argparse uses the parent's type).
+    Sub-parsers made by `add_subparsers` get this class too (argparse uses the parent's type),
+    and with it the `ExamplesFormatter`.
     """
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", ExamplesFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         command = self.prog.split()[-1] if " " in self.prog else self.prog
@@ -103,6 +139,12 @@ def build_parser(command: str | None = None, every: bool = False) -> argparse.Ar
     parser = OneLineParser(
         prog="dualstack",
         description="GitOps tooling for moving an inference service from NVIDIA to Ascend.",
+        epilog=examples(
+            "dualstack status                       # where every stack stands",
+            "dualstack preview --stack prod --next  # what the next ladder step would change",
+            "dualstack promote --stack prod --prometheus http://127.0.0.1:9090 --commit",
+            'dualstack rollback --emergency --stack prod --reason "p99 doubled"',
+        ),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument(

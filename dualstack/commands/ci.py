@@ -32,7 +32,7 @@ from typing import Any
 from dualstack.ci.gitlab_note import GitLabNoteError, MergeRequest, upsert_note
 from dualstack.ci.junit import junit_xml, suites, summary_markdown
 from dualstack.ci.report import read_results, render, verdict
-from dualstack.cli import VERBS
+from dualstack.cli import VERBS, examples
 from dualstack.commands.arg_types import weight
 from dualstack.repo.changes import ChangesError, changed_stacks
 from dualstack.repo.merge_result import add_detached, merge_commit
@@ -47,6 +47,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "ci",
         help=VERBS["ci"],
         description="Steps shared by .github/workflows and .gitlab-ci.yml.",
+        epilog=examples(
+            "dualstack ci changed-stacks --base origin/main",
+            "dualstack ci rollback-targets --stack prod --deployed-weight 20",
+        ),
     )
     steps = parser.add_subparsers(dest="step", required=True, metavar="STEP")
 
@@ -54,6 +58,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         steps,
         "changed-stacks",
         run_changed_stacks,
+        epilog=examples(
+            "dualstack ci changed-stacks --base origin/main",
+            "dualstack ci changed-stacks --base '' --json  # every stack, as a job matrix",
+        ),
         help="stacks touched since BASE, deploy order (non-production first)",
         description="Print the stacks whose Pulumi.<stack>.yaml changed between the merge base "
         "of BASE and HEAD (every stack when the program changed), space-separated or as JSON.",
@@ -71,6 +79,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         steps,
         "merge-result",
         run_merge_result,
+        epilog=examples(
+            "dualstack ci merge-result --base origin/main --worktree ../merged",
+        ),
         help="the commit HEAD would land as merged into BASE (GitLab judges it)",
         description="Print the commit id of HEAD merged into BASE, built from git objects "
         "alone (git merge-tree; no head code runs): HEAD itself when it already contains BASE. "
@@ -87,6 +98,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         steps,
         "report",
         run_report,
+        epilog=examples(
+            'dualstack ci report --dir reports --stacks "staging prod" --output report.md',
+        ),
         help="assemble the pull-request comment; exit code is the verdict",
         description="Read DIR/<stack>/<check>.{txt,md,rc,skipped} and write the Markdown "
         "report. Exit 0 pass, 1 a mandatory policy violation or failed check, 2 an error.",
@@ -100,6 +114,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         steps,
         "junit",
         run_junit,
+        epilog=examples(
+            'dualstack ci junit --dir reports --stacks "staging prod" --output junit.xml \\\n'
+            "--summary summary.md",
+        ),
         help="the recorded checks as JUnit XML (GitLab MR widget, GitHub check summary)",
         description="Read DIR/<stack>/ as `report` does, plus the preview's and the gate's "
         "JSON documents (offline-preview.json, gate.json), and write JUnit XML: per stack a "
@@ -118,6 +136,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         steps,
         "gitlab-note",
         run_gitlab_note,
+        epilog=examples(
+            "dualstack ci gitlab-note report.md",
+            "dualstack ci gitlab-note --update-only report.md",
+        ),
         help="post or update the report note on the GitLab merge request",
         description=f"Uses CI_API_V4_URL, CI_PROJECT_ID, CI_MERGE_REQUEST_IID and "
         f"{GITLAB_TOKEN_VARIABLE}; skips (exit 0) when the token is not set.",
@@ -133,6 +155,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         steps,
         "rollback-targets",
         run_rollback_targets,
+        epilog=examples(
+            "dualstack ci rollback-targets --stack prod --deployed-weight 20",
+            "dualstack ci rollback-targets --stack fleet \\\n"
+            '--deployed-services \'{"chat": 50, "embedder": 20}\'',
+        ),
         help="URNs for the emergency `pulumi up --target`, one per line",
         description="After `dualstack rollback` edited the stack file: the VirtualService, and "
         "NVIDIA's Deployment first when the rollback needs more NVIDIA pods. With "
@@ -162,6 +189,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         steps,
         "owner-approval",
         run_owner_approval,
+        epilog=examples(
+            "dualstack ci owner-approval",
+            "dualstack ci owner-approval --commit 049fe08  # the merged commit's merge request",
+        ),
         help="print --owner-approved when the GitLab merge request's approval rules are met",
         description=f"Ask GitLab (CI_API_V4_URL, CI_PROJECT_ID, {GITLAB_TOKEN_VARIABLE}) "
         "whether the merge request (CI_MERGE_REQUEST_IID, or the one that merged --commit) "
@@ -176,6 +207,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         steps,
         "head-tree",
         run_head_tree,
+        epilog=examples(
+            "dualstack ci head-tree --base origin/main --head refs/dualstack/head --output head",
+        ),
         help="print step|program and lay out the tree the trusted judge reads as the head",
         description="Compare the trees of --base and --head. A step changes only stack files "
         "(regular files) and documentation/tests: DIR is then the base's files with the "
@@ -197,6 +231,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         steps,
         "gitlab-merge-request",
         run_gitlab_judge_step,
+        epilog=examples(
+            "dualstack ci gitlab-merge-request --payload trigger-payload.json",
+        ),
         help="GitLab judge: print `IID SHA TARGET` of the merge request a webhook names",
         description="Read the merge-request iid from the webhook payload FILE, then its head "
         "sha and target branch from the API (CI_API_V4_URL, GITOPS_PROJECT, "
@@ -209,6 +246,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         steps,
         "gitlab-head-render",
         run_gitlab_judge_step,
+        epilog=examples(
+            "dualstack ci gitlab-head-render --iid 42 --sha 049fe08 --output untrusted",
+        ),
         help="GitLab judge: download the merge request's untrusted head-render artifact",
         description="Extract head-render/<stack>.yaml of the successful head-render job of "
         "the merge request's pipeline for SHA into DIR (bounded; nothing else). Exit 2 when "
@@ -223,6 +263,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         steps,
         "gitlab-verdict",
         run_gitlab_judge_step,
+        epilog=examples(
+            "dualstack ci gitlab-verdict --iid 42 --sha 049fe08 --status 0",
+        ),
         help="GitLab judge: approve the merge request at SHA on a pass, withdraw it otherwise",
         description="The judge bot's approval is the required check (approval rule "
         "'dualstack judge'). --status is the report's exit code: 0 approves at --sha.",
@@ -236,6 +279,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         steps,
         "judge",
         run_judge,
+        epilog=examples(
+            "dualstack ci judge --stack prod --protocol 1 < request.json",
+        ),
         help="internal: judge a head (JSON on stdin) with this tree's code and facts",
         description="The judge protocol: render this tree's stack (the base), read the head's "
         "stack config and rendered objects as JSON on stdin, and print the base's facts, the "
@@ -257,10 +303,14 @@ def _step(
     func: Callable[[argparse.Namespace], int],
     **options: Any,
 ) -> argparse.ArgumentParser:
-    """The parser of the step `name`, run by `func`: `help` and `description` go to argparse,
+    """The parser of the step `name`, run by `func`: `help`, `description` and `epilog` (its
+    examples) go to argparse,
     every other option is a default of the parsed namespace (`gitlab_step=...`)."""
     parser = steps.add_parser(
-        name, help=options.pop("help"), description=options.pop("description")
+        name,
+        help=options.pop("help"),
+        description=options.pop("description"),
+        epilog=options.pop("epilog"),
     )
     parser.set_defaults(func=func, **options)
     return parser

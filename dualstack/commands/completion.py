@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from dualstack.cli import VERBS
+from dualstack.cli import VERBS, examples
 
 SHELLS = ("bash", "zsh")
 STACKS = {"bash": "_shtab_dualstack_stacks", "zsh": "_dualstack_stacks"}
@@ -47,6 +47,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "completion",
         help=VERBS["completion"],
+        epilog=examples(
+            "dualstack completion bash > ~/.local/share/bash-completion/completions/dualstack",
+            'dualstack completion zsh > "${fpath[1]}/_dualstack"',
+        ),
         description="Print a completion script for SHELL on stdout: verbs, options, choices, "
         "and stack names from the Pulumi.<stack>.yaml files of the current folder. Source it "
         "from your shell's start-up file or install it where the shell finds completions.",

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from components.settings import Settings, load_fleet
-from dualstack.cli import VERBS
+from dualstack.cli import VERBS, examples
 from dualstack.commands.gate_options import add_gate_arguments, gate_setup
 from dualstack.commands.machine import (
     add_json_file_argument,
@@ -29,6 +29,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "gate",
         help=VERBS["gate"],
+        epilog=examples(
+            "dualstack gate --stack prod --prometheus http://127.0.0.1:9090",
+            "dualstack gate --stack prod --prometheus http://127.0.0.1:9090 --window 1h \\\n"
+            "--markdown gate.md  # the report, with its charts, for the PR",
+            "dualstack gate --stack fleet --service chat -o json  # with $DUALSTACK_PROMETHEUS_URL",
+        ),
         description="Query the recorded per-hardware series over a window and judge Ascend "
         "against NVIDIA: enough requests, 5xx ratio within the margin, p99 within the factor "
         "(or under the absolute SLO), precision check passed for the served image. Each "

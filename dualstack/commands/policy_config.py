@@ -9,7 +9,7 @@ from pathlib import Path
 
 from components import ladder as rungs
 from components.settings import PROJECT, load_fleet
-from dualstack.cli import VERBS
+from dualstack.cli import VERBS, examples
 from dualstack.commands.arg_types import weight
 from dualstack.commands.output_paths import check_output_file
 from dualstack.commands.stacks import add_stack_argument, one_stack
@@ -28,6 +28,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "policy-config",
         help=VERBS["policy-config"],
+        epilog=examples(
+            "dualstack policy-config --stack prod --from-stack-output --base origin/main \\\n"
+            "-o policy-config.json",
+            "dualstack -C base-checkout policy-config --stack prod --previous-weight 5 \\\n"
+            "--head . -o policy-config.json  # from the base's checkout, the head as data",
+        ),
         description="Build the JSON file for `pulumi preview --policy-pack <base>/policies "
         "--policy-pack-config FILE`, judged by the BASE: its code computes every fact the "
         "policies compare against from the base's stack file (step limit, capacity, pools, "

@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 
 import precision_check as checker
-from dualstack.cli import VERBS
+from dualstack.cli import VERBS, examples
 from dualstack.commands.output_paths import check_output_file
 from dualstack.commands.prompts_file import check_prompts_file
 from precision_check.options import flag
@@ -27,9 +27,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "prefix, per-token logprobs within a tolerance, or top-k closeness (vLLM's rule); "
         "optionally against a same-hardware baseline (--baseline). Or score both against "
         "reference answers (--mode accuracy).",
-        epilog="Exit codes: 0 pass, 1 mismatch over threshold (or accuracy inconclusive), 2 "
-        "could not complete (bad input, backend errors, timeouts, malformed answers, missing "
-        "logprobs, deadline).",
+        epilog=examples(
+            "dualstack precision-check --nvidia http://inference-service-nvidia:8000 \\\n"
+            "--ascend http://inference-service-ascend:8000 --json report.json",
+            "dualstack precision-check --nvidia http://127.0.0.1:8001 \\\n"
+            "--ascend http://127.0.0.1:8002 --mode accuracy  # scored against the answers",
+            before="Exit codes: 0 pass, 1 mismatch over threshold (or accuracy inconclusive), 2 "
+            "could not complete (bad input, backend errors, timeouts, malformed answers, missing "
+            "logprobs, deadline).",
+        ),
     )
     checker.add_arguments(parser)
     parser.add_argument(

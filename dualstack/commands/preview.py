@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dualstack.cli import VERBS
+from dualstack.cli import VERBS, examples
 from dualstack.commands.machine import (
     add_json_file_argument,
     add_output_argument,
@@ -53,6 +53,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "preview",
         help=VERBS["preview"],
+        epilog=examples(
+            "dualstack preview --stack prod                # against the merge base with main",
+            "dualstack preview --stack prod --base main~1   # against, and judged by, any ref",
+            "dualstack preview --stack prod --next         # the step promote would write",
+            "dualstack preview --stack prod --owner-approved -o json --json-file preview.json",
+        ),
         description="Render the stack from the working tree with this code, and have BASE's "
         "own code judge it: BASE's render, facts (previous weight, step limit, capacity, "
         "verified images, ...), envelope changes and policy pack. Prints the weight move, the "

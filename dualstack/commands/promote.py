@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from components.settings import Settings, load_settings
-from dualstack.cli import VERBS
+from dualstack.cli import VERBS, examples
 from dualstack.commands.gate_options import SKIP_GATE_HINT, add_gate_arguments, gate_setup
 from dualstack.commands.machine import (
     add_output_argument,
@@ -44,6 +44,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "promote",
         help=VERBS["promote"],
+        epilog=examples(
+            "dualstack promote --stack staging --prometheus http://127.0.0.1:9090 --commit",
+            'dualstack promote --stack prod --skip-gate --reason "gate data lost in the outage"',
+            "dualstack promote --stack fleet --service chat --body-file pr.md --commit",
+        ),
         description="Check the promotion gate (unless --skip-gate --reason), set ascendWeight "
         "(a fleet member's services.<name>.ascendWeight, --service) to the next ladder step "
         "(pulumi config set, or an in-place edit of the stack file that keeps its comments), "

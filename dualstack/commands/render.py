@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from dualstack.cli import VERBS
+from dualstack.cli import VERBS, examples
 from dualstack.commands.output_paths import check_output_dir
 from dualstack.commands.stacks import add_stack_argument, one_stack
 from dualstack.offline.render import file_name, render_fleet, to_yaml
@@ -62,6 +62,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "render",
         help=VERBS["render"],
+        epilog=examples(
+            "dualstack render --stack prod",
+            "dualstack render --stack prod --output out/  # one file per object",
+            "dualstack render --stack prod --set ascendWeight=20 --set capacity.totalReplicas=6",
+        ),
         description="Build every object of the Pulumi program from the stack's config, "
         "without the engine, and print them as multi-document YAML, sorted by kind, "
         "namespace and name. Every object is schema-validated first.",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from components import ladder
 from components.settings import Fleet, Settings, SettingsError, load_fleet
-from dualstack.cli import VERBS
+from dualstack.cli import VERBS, examples
 from dualstack.commands.arg_types import whole_number
 from dualstack.commands.machine import (
     add_output_argument,
@@ -93,6 +93,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "rollback",
         help=VERBS["rollback"],
+        epilog=examples(
+            "dualstack rollback --stack prod                # to 0%: prints the fastest path",
+            "dualstack rollback --stack prod --to 5 --commit",
+            'dualstack rollback --emergency --stack prod --reason "p99 doubled"',
+            "dualstack rollback --emergency --all --dry-run",
+        ),
         description="Set ascendWeight (a fleet member's, --service; every service's, --all) "
         "to 0 or a lower ladder step, with no gate (lowering is "
         "always allowed), the same way promote writes it. Prints the targeted `pulumi up` "

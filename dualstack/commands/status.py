@@ -12,7 +12,7 @@ from typing import Any
 
 from components import ladder
 from components.settings import Fleet, Settings, SettingsError, load_fleet
-from dualstack.cli import VERBS
+from dualstack.cli import VERBS, examples
 from dualstack.commands.arg_types import duration, moment, seconds
 from dualstack.commands.gate_options import PROMETHEUS_ENV
 from dualstack.commands.machine import add_output_argument, document, emit, wants_json
@@ -251,6 +251,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "status",
         help=VERBS["status"],
+        epilog=examples(
+            "dualstack status",
+            "dualstack status -s prod --prometheus http://127.0.0.1:9090  # rung, split, bake",
+            "dualstack status -o json | jq -r '.stacks[] | select(.drift) | .stack'  "
+            "# exit 3: drift",
+        ),
         description="For each Pulumi.<stack>.yaml: the Ascend weight, its place on the "
         "ladder, the next step, the verified Ascend image, and whether the deployed weight "
         "(asked from the Pulumi backend when the CLI is installed) differs from git; with "

@@ -23,7 +23,7 @@ from typing import Any
 import precision_check as checker
 from components.settings import load_settings
 from components.settings.precision import PrecisionCheckSettings
-from dualstack.cli import VERBS
+from dualstack.cli import VERBS, examples
 from dualstack.commands.machine import (
     add_output_argument,
     document,
@@ -60,9 +60,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "image) into Pulumi.<stack>.yaml, keeping its comments (a fleet member's "
         "services.<name>.verifiedImages / verifiedAscendImage, --service). --ascend must reach "
         "pods that run that image. Flags override the stack's settings.",
-        epilog="Exit codes: 0 pass (image recorded), 1 mismatch or inconclusive, 2 could not "
-        "complete; "
-        "on 1 and 2 the stack file is unchanged.",
+        epilog=examples(
+            "dualstack verify-precision --stack prod \\\n"
+            "--nvidia http://inference-service-nvidia:8000 "
+            "--ascend http://inference-service-ascend:8000",
+            before="Exit codes: 0 pass (image recorded), 1 mismatch or inconclusive, 2 could not "
+            "complete; on 1 and 2 the stack file is unchanged.",
+        ),
     )
     add_stack_argument(parser)
     add_service_argument(parser)
