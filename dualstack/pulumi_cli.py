@@ -8,21 +8,23 @@ stack output services --json` (`read_deployed_weights`). One parse rule (`parse_
 JSON integer 0..100 (`5`, or `5.0` as some backends print numbers); anything else, the string
 `"5"` included, is not a weight.
 
-Every call runs the CLI found on PATH in its own process group, bounded by `PULUMI_TIMEOUT_S`:
-on a timeout the CLI and any plugin it started are killed together, so no child holds the
-pipes open. Its backend login and passphrase come from the environment, as in any CI job.
+Every call runs the CLI found on PATH in its own process group, bounded by `PULUMI_TIMEOUT_S`
+(`dualstack.processes.run_bounded`): on a timeout or Ctrl-C the CLI, any plugin it started and
+any detached child still holding its output are killed together, so nothing holds the pipes
+open or outlives the command. Output that is not UTF-8 is read with replacement characters
+(never a traceback; it is no weight either). Its backend login and passphrase come from the
+environment, as in any CI job; its stdin is /dev/null, so a prompt fails instead of waiting.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from dualstack.processes import OutputTooLarge, Timeout, run_bounded, universal_text
 
 if TYPE_CHECKING:  # the CLI's every verb imports this module: no pydantic at import time
     from components.settings import Fleet
@@ -76,7 +78,7 @@ def run_pulumi(root: Path, *args: str, timeout: float = PULUMI_TIMEOUT_S) -> str
     """Run `pulumi args...` in `root`; its stdout.
 
     Raises PulumiCliError when the CLI is not on PATH, gives no answer within `timeout`
-    seconds (the whole process group is killed), or exits non-zero (git's style: the last
+    seconds (the whole tree is killed, `run_bounded`), or exits non-zero (git's style: the last
     line of its error output).
     """
     executable = pulumi_cli()
@@ -84,24 +86,16 @@ def run_pulumi(root: Path, *args: str, timeout: float = PULUMI_TIMEOUT_S) -> str
     if executable is None:
         raise PulumiCliError("the pulumi CLI is not on PATH")
     try:
-        process = subprocess.Popen(
-            [executable, *args],
-            cwd=root,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
+        done = run_bounded([executable, *args], timeout=timeout, cwd=root)
+    except Timeout:
+        raise PulumiCliError(f"{command} gave no answer within {timeout:g} s") from None
+    except OutputTooLarge as exc:
+        raise PulumiCliError(f"{command}: {exc}") from None
     except OSError as exc:
         raise PulumiCliError(f"could not run pulumi: {exc.strerror or exc}") from None
-    with process:
-        try:
-            stdout, stderr = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
-            raise PulumiCliError(f"{command} gave no answer within {timeout:g} s") from None
-    if process.returncode != 0:
+    stdout = universal_text(done.stdout, errors="replace")
+    stderr = universal_text(done.stderr, errors="replace")
+    if done.returncode != 0:
         why = (stderr.strip() or stdout.strip() or "no output").splitlines()[-1]
         raise PulumiCliError(f"{command} failed: {why}")
     return stdout

@@ -9,7 +9,6 @@ hand over its input, do other work (validate its own objects), then collect the 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import IO
 
 from dualstack.offline.protocol import JudgeError
+from dualstack.processes import LINGER_S, kill_tree
 
 
 def _drain(stream: IO[str], into: list[str]) -> None:
@@ -25,7 +25,8 @@ def _drain(stream: IO[str], into: list[str]) -> None:
 
 
 class Child:
-    """A subprocess in its own process group (killed whole on `stop()`)."""
+    """A subprocess in its own session and process group (killed whole on `stop()`, with
+    anything it started: `dualstack.processes.kill_tree`)."""
 
     def __init__(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> None:
         self.argv = list(argv)
@@ -39,6 +40,10 @@ class Child:
             text=True,
             start_new_session=True,
         )
+        self._inodes = {
+            os.fstat(stream.fileno()).st_ino
+            for stream in (self.process.stdout, self.process.stderr)
+        }
         self._out: list[str] = []
         self._err: list[str] = []
         self._threads = [
@@ -75,12 +80,15 @@ class Child:
             raise JudgeError(f"{what} gave no answer within {timeout:g} s") from None
         for thread in (*self._threads, self._writer):
             if thread is not None:
-                thread.join(timeout=timeout)
+                thread.join(timeout=LINGER_S)
+        if any(thread.is_alive() for thread in self._threads):  # a detached child holds them
+            kill_tree(self.process, self._inodes)
+            for thread in self._threads:
+                thread.join(timeout=LINGER_S)
         return code, "".join(self._out), "".join(self._err)
 
     def stop(self) -> None:
-        """Kill the process group if it still runs, and reap it."""
-        if self.process.poll() is None:
-            with suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
+        """Kill the process group if it still runs, with its descendants and whatever holds
+        its output pipes (`dualstack.processes.kill_tree`), and reap it."""
+        if self.process.poll() is None or any(t.is_alive() for t in self._threads):
+            kill_tree(self.process, self._inodes)

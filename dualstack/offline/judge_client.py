@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,6 +26,7 @@ from pathlib import Path
 from dualstack.offline.child_process import Child
 from dualstack.offline.code_identity import running_code_is
 from dualstack.offline.protocol import PROTOCOL, JudgeError, JudgeRequest, Verdict
+from dualstack.processes import OutputTooLarge, Timeout, run_bounded, universal_text
 from dualstack.repo.baseref import describe
 from dualstack.repo.git import git, is_commit
 from dualstack.repo.worktree import temporary_worktree
@@ -175,21 +175,11 @@ def run_base_cli(root: Path, base: BaseRef, argv: list[str]) -> int:
     with temporary_worktree(root, base.commit, "dualstack-base-") as tree:
         command = [sys.executable, "-m", "dualstack", "-C", str(tree), *argv]
         try:
-            done = subprocess.run(
-                command,
-                cwd=tree,
-                env=code_env(tree),
-                capture_output=True,
-                text=True,
-                timeout=CLI_TIMEOUT_S,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            print(
-                f"error: the base's CLI at {base.label} did not finish within {CLI_TIMEOUT_S:g} s",
-                file=sys.stderr,
-            )
+            done = run_bounded(command, timeout=CLI_TIMEOUT_S, cwd=tree, env=code_env(tree))
+        except (Timeout, OutputTooLarge) as exc:
+            why = f"did not finish within {CLI_TIMEOUT_S:g} s" if isinstance(exc, Timeout) else exc
+            print(f"error: the base's CLI at {base.label} {why}", file=sys.stderr)
             return 2
-    sys.stdout.write(done.stdout)
-    sys.stderr.write(done.stderr)
+    sys.stdout.write(universal_text(done.stdout, errors="replace"))
+    sys.stderr.write(universal_text(done.stderr, errors="replace"))
     return done.returncode

@@ -2,13 +2,16 @@
 
 One timeout rule (`GIT_TIMEOUT_S`, 60 s) and one error type (`GitError`, whose message is
 `git <verb>: <git's first line of error>`), so a hung or failing git reads the same in every
-command. `git_or_none()` is the same call for probes where "no answer" is an answer.
+command. `git_or_none()` is the same call for probes where "no answer" is an answer. git runs
+through `dualstack.processes.run_bounded`: in its own process group, with /dev/null as stdin,
+and at its bound (or on Ctrl-C) it is killed with its hooks and whatever they started.
 """
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
+
+from dualstack.processes import OutputTooLarge, Timeout, run_bounded, universal_text
 
 GIT_TIMEOUT_S = 60.0
 """Seconds one git command may take (a `git diff` of a large repo, a worktree checkout)."""
@@ -18,47 +21,46 @@ class GitError(RuntimeError):
     """A git operation the command needs failed; the message is git's first line of error."""
 
 
+def _run(root: Path, args: tuple[str, ...], timeout: float) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of `git -C root args...`, read as `subprocess.run(...,
+    text=True)` reads them. Raises GitError when git is missing, exceeds `timeout` seconds
+    (git, its hooks and their children are killed), prints too much or prints no UTF-8."""
+    try:
+        done = run_bounded(["git", "-C", str(root), *args], timeout=timeout)
+    except Timeout:
+        raise GitError(f"git {args[0]}: no answer within {timeout:g} s") from None
+    except OutputTooLarge as exc:
+        raise GitError(f"git {args[0]}: {exc}") from None
+    except OSError as exc:
+        raise GitError(f"git {args[0]}: {exc.strerror or exc}") from None
+    try:
+        return done.returncode, universal_text(done.stdout), universal_text(done.stderr)
+    except UnicodeDecodeError as exc:
+        raise GitError(f"git {args[0]}: the output is not UTF-8 text ({exc.reason})") from None
+
+
 def git(root: Path, *args: str, timeout: float = GIT_TIMEOUT_S) -> str:
     """Run `git -C root args...` and return its stdout (untrimmed).
 
     Raises GitError when git is missing, exceeds `timeout` seconds, or exits non-zero; the
     message names the git verb and git's own first line of error.
     """
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(root), *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    except subprocess.TimeoutExpired:
-        raise GitError(f"git {args[0]}: no answer within {timeout:g} s") from None
-    except OSError as exc:
-        raise GitError(f"git {args[0]}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise GitError(f"git {args[0]}: the output is not UTF-8 text ({exc.reason})") from None
-    if done.returncode != 0:
-        message = (done.stderr.strip() or done.stdout.strip() or "failed").splitlines()[0]
+    code, stdout, stderr = _run(root, args, timeout)
+    if code != 0:
+        message = (stderr.strip() or stdout.strip() or "failed").splitlines()[0]
         raise GitError(f"git {args[0]}: {message}")
-    return done.stdout
+    return stdout
 
 
 def git_status(root: Path, *args: str, timeout: float = GIT_TIMEOUT_S) -> tuple[int, str]:
     """(exit status, stdout) of `git -C root args...`, for the verbs whose non-zero status is
     an answer (`git merge-tree` exits 1 on conflicts). Raises GitError when git is missing or
     exceeds `timeout` seconds, or for a status above 1 (git's own error)."""
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=timeout
-        )
-    except subprocess.TimeoutExpired:
-        raise GitError(f"git {args[0]}: no answer within {timeout:g} s") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GitError(f"git {args[0]}: {exc}") from None
-    if done.returncode > 1:
-        message = (done.stderr.strip() or done.stdout.strip() or "failed").splitlines()[0]
+    code, stdout, stderr = _run(root, args, timeout)
+    if code > 1 or code < 0:
+        message = (stderr.strip() or stdout.strip() or "failed").splitlines()[0]
         raise GitError(f"git {args[0]}: {message}")
-    return done.returncode, done.stdout
+    return code, stdout
 
 
 def git_or_none(root: Path, *args: str, timeout: float = GIT_TIMEOUT_S) -> str | None:
