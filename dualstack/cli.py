@@ -185,6 +185,7 @@ def expected_errors() -> tuple[type[BaseException], ...]:
     from dualstack.offline.schemas import SchemaError
     from dualstack.pulumi_cli import PulumiCliError, StackOutputError
     from dualstack.repo.git import GitError
+    from dualstack.repo.lock import RepoLockError
     from dualstack.repo.stackfile import StackFileError
 
     return (
@@ -194,6 +195,7 @@ def expected_errors() -> tuple[type[BaseException], ...]:
         SchemaError,
         UsageError,
         GitError,
+        RepoLockError,
         PrometheusError,
         StackOutputError,
         PulumiCliError,

@@ -28,6 +28,7 @@ from typing import Any
 
 from dualstack.ci.gitlab_note import TIMEOUT_SECONDS, GitLabNoteError, api_call
 from dualstack.ci.head_objects import MAX_BYTES
+from dualstack.repo.atomic import write_file
 
 MAX_ARTIFACT_BYTES = 64 * 1024 * 1024
 """Largest artifact archive downloaded (bytes)."""
@@ -139,7 +140,7 @@ def download_head_render(gitops: GitLabProject, iid: str, sha: str, output: Path
             continue
         if info.file_size > MAX_BYTES:
             raise GitLabNoteError(f"!{iid}: {info.filename} is over {MAX_BYTES} bytes")
-        (output / f"{match['stack']}.yaml").write_bytes(members.read(info)[: MAX_BYTES + 1])
+        write_file(output / f"{match['stack']}.yaml", members.read(info)[: MAX_BYTES + 1])
         written.append(match["stack"])
     return sorted(written)
 

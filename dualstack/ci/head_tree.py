@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from dualstack.repo.atomic import write_file
 from dualstack.repo.changes import ChangesError, stack_of, touches_program
 from dualstack.repo.git import GitError, git
 
@@ -123,7 +124,7 @@ def build_head_tree(
             target.unlink(missing_ok=True)
             continue
         blob = _git_bytes(root, change.new_blob)
-        target.write_bytes(blob)
+        write_file(target, blob)
     if venv is not None:
         (output / ".venv").symlink_to(venv, target_is_directory=True)
         exclude = Path(_git(output, "rev-parse", "--git-path", "info/exclude").strip())
@@ -131,8 +132,7 @@ def build_head_tree(
         exclude.parent.mkdir(parents=True, exist_ok=True)
         known = exclude.read_text(encoding="utf-8").splitlines() if exclude.exists() else []
         if "/.venv" not in known:
-            with exclude.open("a", encoding="utf-8") as out:
-                out.write("/.venv\n")
+            write_file(exclude, "".join(f"{line}\n" for line in [*known, "/.venv"]))
     return found
 
 

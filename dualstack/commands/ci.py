@@ -34,6 +34,7 @@ from dualstack.ci.junit import junit_xml, suites, summary_markdown
 from dualstack.ci.report import read_results, render, verdict
 from dualstack.cli import VERBS, examples
 from dualstack.commands.arg_types import weight
+from dualstack.repo.atomic import append_file, write_file
 from dualstack.repo.changes import ChangesError, changed_stacks
 from dualstack.repo.merge_result import add_detached, merge_commit
 from dualstack.repo.stack_config import find_root
@@ -377,7 +378,7 @@ def run_report(args: argparse.Namespace) -> int:
     results = read_results(args.dir, stacks)
     text = render(results, heading=args.heading)
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text, encoding="utf-8")
+    write_file(args.output, text)
     table = [line for line in text.splitlines() if line.startswith(("###", "|"))]
     print("\n".join(table))
     return verdict(results)
@@ -387,12 +388,11 @@ def run_junit(args: argparse.Namespace) -> int:
     stacks = args.stacks.replace(",", " ").split()
     found = suites(args.dir, read_results(args.dir, stacks))
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(junit_xml(found, args.name), encoding="utf-8")
+    write_file(args.output, junit_xml(found, args.name))
     cases = sum(len(s.cases) for s in found)
     print(f"wrote {args.output}: {len(found)} suites, {cases} test cases", file=sys.stderr)
     if args.summary is not None:
-        with args.summary.open("a", encoding="utf-8") as summary:
-            summary.write(summary_markdown(found))
+        append_file(args.summary, summary_markdown(found))
     return 0
 
 

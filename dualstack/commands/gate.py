@@ -22,6 +22,7 @@ from dualstack.commands.stacks import add_service_argument, add_stack_argument, 
 from dualstack.errors import EXIT_FAILED, EXIT_OK
 from dualstack.gate.report import report_data
 from dualstack.gate.run import run_gate
+from dualstack.repo.atomic import write_file
 from dualstack.repo.stack_config import find_root, load_stack_config
 
 
@@ -68,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     passed = all(run.report.passed for run in runs)
     if args.markdown is not None:
         text = "\n".join(run.markdown or "" for run in runs)
-        args.markdown.write_text(text, encoding="utf-8")
+        write_file(args.markdown, text)
     doc = document("gate", passed=passed, stacks=[report_data(r.report) for r in runs])
     write_json_file(args, doc)
     if wants_json(args):

@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from dualstack.repo.atomic import write_file
+
 FORMATS = ("text", "json")
 
 
@@ -61,7 +63,7 @@ def write_json_file(args: argparse.Namespace, doc: dict[str, Any]) -> None:
     """Write `doc` to --json-file when given."""
     path = getattr(args, "json_file", None)
     if path is not None:
-        path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_file(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
 
 
 def wants_json(args: argparse.Namespace) -> bool:

@@ -7,10 +7,18 @@ output paths first and raises UsageError naming the option and the path.
 
 from __future__ import annotations
 
+import argparse
 import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from dualstack.errors import UsageError
+from dualstack.repo.atomic import write_file
+
+REPORT_FIELDS = ("json_report", "markdown_report")
+"""The checker's options naming a report file (`--json`, `--markdown`)."""
 
 
 def _existing_ancestor(path: Path) -> Path:
@@ -57,3 +65,30 @@ def check_output_dir(path: Path, option: str) -> None:
         raise UsageError(f"{option} {path}: {ancestor} is not a folder")
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise UsageError(f"{option} {path}: cannot create it, {ancestor} is not writable")
+
+
+@contextmanager
+def staged_reports(args: argparse.Namespace, keep: Sequence[str] = ()) -> Iterator[dict[str, Path]]:
+    """While the block runs, each report option of `args` the user gave (`--json FILE`,
+    `--markdown FILE`), and each field in `keep` even when not given, names a file in a
+    private temporary folder: the {field: staged path} yielded. Afterwards each given report
+    the block wrote there is put where the user asked with `dualstack.repo.atomic.write_file`,
+    so a report is the old file or the complete new one, never half of one. (The precision
+    checker is stdlib-only and runs from a ConfigMap, so it writes its reports plainly; the CLI
+    stages them here.)
+
+    Raises OSError (one line: the path and why) when a report cannot be put in place."""
+    given = {field: getattr(args, field, None) for field in REPORT_FIELDS}
+    fields = [field for field in REPORT_FIELDS if given[field] or field in keep]
+    with tempfile.TemporaryDirectory(prefix="dualstack-reports-") as folder:
+        staged = {field: Path(folder) / field for field in fields}
+        for field in fields:
+            setattr(args, field, str(staged[field]))
+        try:
+            yield staged
+        finally:
+            for field, path in given.items():
+                setattr(args, field, path)
+        for field in fields:
+            if given[field] and staged[field].is_file():
+                write_file(Path(given[field]), staged[field].read_bytes())

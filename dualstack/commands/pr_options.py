@@ -8,6 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from dualstack.repo.atomic import write_file
 from dualstack.repo.stackfile import stack_path
 from dualstack.step.pr_text import commit_message
 from dualstack.step.publish import CommitPlan, commit_on_new_branch, prepare_commit
@@ -40,7 +41,7 @@ def publish(
     print(f"--- PR title ---\n{title}\n--- PR body ---")
     sys.stdout.write(body)
     if args.body_file is not None:
-        args.body_file.write_text(body, encoding="utf-8")
+        write_file(args.body_file, body)
     if commit is None:
         return None
     plan, branch, original = commit

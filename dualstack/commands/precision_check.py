@@ -13,7 +13,7 @@ from pathlib import Path
 
 import precision_check as checker
 from dualstack.cli import VERBS, examples
-from dualstack.commands.output_paths import check_output_file
+from dualstack.commands.output_paths import REPORT_FIELDS, check_output_file, staged_reports
 from dualstack.commands.prompts_file import check_prompts_file
 from precision_check.options import flag
 
@@ -60,12 +60,8 @@ def run(args: argparse.Namespace) -> int:
     check_report_path(args)
     check_prompts_file(args)
     progress = Progress("precision check", "answers") if wanted(args.progress) else None
-    with reporting(progress):
+    with staged_reports(args), reporting(progress):
         return checker.run_cli(args)
-
-
-REPORT_FIELDS = ("json_report", "markdown_report")
-"""Checker options naming a report file (`--json`, `--markdown`)."""
 
 
 def check_report_path(args: argparse.Namespace) -> None:

@@ -27,7 +27,9 @@ from dualstack.offline.policy_results import policy_refusal
 from dualstack.offline.preview import Preview, build_preview, format_preview
 from dualstack.offline.preview_data import policy_data, preview_data
 from dualstack.pulumi_cli import StackOutputError, deployed_weight_of
+from dualstack.repo.atomic import write_file
 from dualstack.repo.baseref import default_base, describe
+from dualstack.repo.lock import repo_lock
 from dualstack.repo.stack_config import find_root, load_stack_config, require_code_beside
 from dualstack.repo.stackfile import stack_path
 from dualstack.step.pending import git_step
@@ -138,6 +140,12 @@ def _commit_note(report: GateReport | None, reason: str | None) -> str:
 def run(args: argparse.Namespace) -> int:
     user_root = find_root(Path(args.cwd) if args.cwd else None)
     args.stack = one_stack(user_root, args.stack, "promote")
+    with repo_lock(user_root, f"dualstack promote -s {args.stack}{' --commit' * args.commit}"):
+        return _run(args, user_root)
+
+
+def _run(args: argparse.Namespace, user_root: Path) -> int:
+    """`run` holding the repository lock (`dualstack.repo.lock`)."""
     load_settings(load_stack_config(user_root, args.stack), service=args.service)
     reason = _check_options(args)
     check_output_file(args.body_file, "--body-file")
@@ -199,7 +207,7 @@ def _promote(
         gate = run_gate(settings, args.stack, setup, markdown=True, step=step)
         report, gate_markdown = gate.report, gate.markdown
         if args.markdown is not None:
-            args.markdown.write_text(gate_markdown or "", encoding="utf-8")
+            write_file(args.markdown, gate_markdown or "")
         result["gate"] = report_data(report)
         if not report.passed:
             result["result"] = "gate-failed"

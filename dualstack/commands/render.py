@@ -14,6 +14,7 @@ from dualstack.commands.output_paths import check_output_dir
 from dualstack.commands.stacks import add_stack_argument, one_stack
 from dualstack.offline.render import file_name, render_fleet, to_yaml
 from dualstack.offline.schemas import validate_objects
+from dualstack.repo.atomic import write_file
 from dualstack.repo.stack_config import find_root, load_stack_config
 
 
@@ -50,7 +51,7 @@ def write_objects(folder: Path, objects: list[dict[str, Any]]) -> tuple[int, int
     folder.mkdir(parents=True, exist_ok=True)
     names = {file_name(obj): obj for obj in objects}
     for name, obj in names.items():
-        (folder / name).write_text(to_yaml([obj]), encoding="utf-8")
+        write_file(folder / name, to_yaml([obj]))
     removed = stale_files(folder, set(names))
     for path in removed:
         path.unlink()

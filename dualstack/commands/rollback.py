@@ -40,8 +40,10 @@ from dualstack.offline.protocol import JudgeError
 from dualstack.offline.render import RenderError, render_fleet
 from dualstack.offline.schemas import SchemaError
 from dualstack.pulumi_cli import PulumiCliError, pulumi_cli
+from dualstack.repo.atomic import write_file
 from dualstack.repo.baseref import default_base
 from dualstack.repo.git import GitError
+from dualstack.repo.lock import repo_lock
 from dualstack.repo.stack_config import find_root, load_stack_config
 from dualstack.repo.stackfile import StackFileError, stack_path
 from dualstack.step.emergency import break_glass_lines, instructions
@@ -175,6 +177,16 @@ def _violations(
 
 def run(args: argparse.Namespace) -> int:
     user_root = find_root(Path(args.cwd) if args.cwd else None)
+    flags = " --emergency" * args.emergency + " --all" * args.all + " --commit" * args.commit
+    stack = "" if args.all and args.emergency else f" -s {args.stack or '(one)'}"
+    if args.dry_run:  # prints, changes nothing
+        return _run(args, user_root)
+    with repo_lock(user_root, f"dualstack rollback{stack}{flags}"):
+        return _run(args, user_root)
+
+
+def _run(args: argparse.Namespace, user_root: Path) -> int:
+    """`run`; holding the repository lock (`dualstack.repo.lock`) unless it is a dry run."""
     if args.all and args.service is not None:
         raise UsageError("--all rolls back every service: leave out --service")
     if args.emergency or args.dry_run:
@@ -735,5 +747,5 @@ def _print_pr_text(
     print(f"--- PR title ---\n{title}\n--- PR body ---")
     sys.stdout.write(body)
     if args.body_file is not None:
-        args.body_file.write_text(body, encoding="utf-8")
+        write_file(args.body_file, body)
     return {"title": title, "body": body}

@@ -13,9 +13,9 @@ on a mismatch, an error or a closed output pipe nothing is written.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-import tempfile
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
@@ -31,18 +31,17 @@ from dualstack.commands.machine import (
     human_text_to_stderr,
     wants_json,
 )
-from dualstack.commands.output_paths import check_output_file
+from dualstack.commands.output_paths import REPORT_FIELDS, check_output_file, staged_reports
 from dualstack.commands.prompts_file import check_prompts_file
 from dualstack.commands.stacks import add_service_argument, add_stack_argument, one_stack
 from dualstack.errors import UsageError
+from dualstack.repo.lock import repo_lock
 from dualstack.repo.stack_config import find_root, load_stack_config
 from dualstack.repo.stackfile import StackFileError, set_config_values, stack_path
 from precision_check.options import flag
 
 KEY = "verifiedAscendImage"
 HISTORY_KEY = "verifiedImages"
-REPORT_FIELDS = ("json_report", "markdown_report")
-"""Checker options naming a report file, checked before the run (`--json`, `--markdown`)."""
 FLOOR = 90.0
 """%: the lowest match rate whose pass may be recorded for promotion without
 --allow-low-threshold (the checker itself only needs a rate above 0)."""
@@ -106,25 +105,20 @@ def add_progress_argument(parser: argparse.ArgumentParser) -> None:
 
 def run_check(args: argparse.Namespace, *run_cli_args: Any) -> tuple[int, dict | None]:
     """`checker.run_cli(args, ...)` with progress when wanted; (exit code, the checker's JSON
-    report or None when the run wrote none). The report goes to --json FILE when given, else
-    through a temporary file."""
+    report or None when the run wrote none). The reports are staged (`staged_reports`): the
+    JSON report is always kept, and put at --json FILE when given."""
     from precision_check.progress import Progress, reporting, wanted
 
     check_prompts_file(args)
     progress = Progress("precision check", "answers") if wanted(args.progress) else None
-    given = getattr(args, "json_report", None)
-    with tempfile.TemporaryDirectory(prefix="dualstack-precision-") as folder:
-        args.json_report = given or str(Path(folder) / "report.json")
+    with staged_reports(args, keep=("json_report",)) as staged:
+        with reporting(progress):
+            code = checker.run_cli(args, *run_cli_args)
         try:
-            with reporting(progress):
-                code = checker.run_cli(args, *run_cli_args)
-        finally:
-            args.json_report = given
-        path = Path(given or Path(folder) / "report.json")
-        try:
-            return code, json.loads(path.read_text(encoding="utf-8"))
+            report = json.loads(staged["json_report"].read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            return code, None
+            report = None
+    return code, report
 
 
 def check_threshold(options: checker.Options, given: Collection[str], allowed: bool) -> None:
@@ -159,8 +153,15 @@ def run(args: argparse.Namespace) -> int:
         "recorded": False,
         "check": None,
     }
-    with human_text_to_stderr(args):
-        code = _verify(args, root, result)
+    with contextlib.ExitStack() as hold:
+        with human_text_to_stderr(args):
+            code = _verify(args, root, result, hold)
+        return _record(args, root, result, code)
+
+
+def _record(args: argparse.Namespace, root: Path, result: dict[str, Any], code: int) -> int:
+    """Print the `-o json` document, then on a pass write the records (the caller holds the
+    repository lock from the re-read of the stack file on); the exit code."""
     if wants_json(args) and result["check"] is not None:
         try:
             emit(document("verify-precision", **result))
@@ -178,9 +179,13 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def _verify(args: argparse.Namespace, root: Path, result: dict[str, Any]) -> int:
+def _verify(
+    args: argparse.Namespace, root: Path, result: dict[str, Any], hold: contextlib.ExitStack
+) -> int:
     """The check; on a pass, every line delivered and `result` filled, the file not yet
-    written (the caller writes it last). Returns the exit code."""
+    written (the caller writes it last) and the repository lock taken into `hold` before the
+    stack file is read again (`dualstack.repo.lock`: no other command writes it between that
+    read and the record; the check itself runs unlocked). Returns the exit code."""
     settings = load_settings(load_stack_config(root, args.stack), service=args.service)
     result["service"] = settings.member
     image = settings.ascend.image
@@ -211,6 +216,7 @@ def _verify(args: argparse.Namespace, root: Path, result: dict[str, Any]) -> int
             print(f"{KEY} unchanged in {file}: {why}", file=sys.stderr)
             return code
         # The check took a while: record only if the stack still serves the image it checked.
+        hold.enter_context(repo_lock(root, f"dualstack verify-precision -s {args.stack}"))
         current = load_settings(load_stack_config(root, args.stack), service=args.service)
         if current.ascend.image != image:
             raise StackFileError(

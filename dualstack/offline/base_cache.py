@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
-import tempfile
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from dualstack.repo.atomic import write_file
 
 KEYED_DISTRIBUTIONS = ("pulumi", "pulumi-kubernetes", "pydantic")
 """Distributions whose version changes what a render produces."""
@@ -57,9 +57,7 @@ def store(
     """Write the objects atomically (a rename); a cache that cannot be written is skipped."""
     try:
         cache.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=cache, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump({"commit": commit, "stack": stack, "objects": objects}, out)
-        os.replace(tmp, entry(cache, commit, stack, protocol))
+        document = {"commit": commit, "stack": stack, "objects": objects}
+        write_file(entry(cache, commit, stack, protocol), json.dumps(document))
     except OSError:
         return

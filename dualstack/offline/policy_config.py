@@ -35,6 +35,7 @@ from typing import Any
 from components.naming import POOL_LABEL
 from components.settings import HARDWARE, TOTAL_WEIGHT, Fleet, Settings
 from dualstack.offline.envelope import EnvelopeChange
+from dualstack.repo.atomic import write_file
 from policies import POLICIES
 
 NOT_FROM_SETTINGS = frozenset({"verifiedAscendImage"})
@@ -267,5 +268,5 @@ def write_config(config: dict[str, Any], output: Path | None) -> str:
     """The config as JSON text (sorted keys), also written to `output` when given."""
     text = json.dumps(config, indent=2, sort_keys=True) + "\n"
     if output is not None:
-        output.write_text(text, encoding="utf-8")
+        write_file(output, text)
     return text

@@ -3,8 +3,10 @@
 Stack files hold `config: {"<project>:<key>": value}`; `pulumi config set ascendWeight 20`
 stores the string "20", structured keys are YAML mappings. Reads go through ruamel.yaml in
 round-trip mode, so an edit changes the one line it must and keeps comments and layout: the
-file's line endings (LF or CRLF), its mapping indent and where its list dashes sit (flush
-under their key or indented) are detected before the dump and kept.
+file's line breaks are kept line by line (LF, CRLF, a lone CR, mixed: a changed line keeps its
+own, `with_endings`), its mapping indent and where its list dashes sit (flush under their key
+or indented) are detected before the dump and kept. The file is replaced atomically
+(`dualstack.repo.atomic`): a failed or killed write leaves the old bytes, and keeps its mode.
 
 Input is bounded: a stack file is at most `MAX_FILE_BYTES`, UTF-8, and its YAML may expand
 (aliases included) to at most `MAX_VALUES` values, so a small file of nested aliases cannot
@@ -13,6 +15,7 @@ take minutes and gigabytes to read.
 
 from __future__ import annotations
 
+import difflib
 import io
 import re
 import stat
@@ -27,6 +30,7 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScala
 
 from components.settings import PROJECT
 from components.settings.scalars import WrittenInteger, shown, yaml_integer
+from dualstack.repo.atomic import write_file
 from dualstack.repo.git import GitError, entry_mode, show_file
 from dualstack.repo.stack_names import STACK_NAME, stack_of
 
@@ -303,13 +307,19 @@ def read_text(path: Path) -> str:
     """A stack file's text (see `decode`); StackFileError when it cannot be read or is not a
     regular file (a symlink is refused, never followed)."""
     _regular(path)
+    return decode(_read_bytes(path), path.name)
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The bytes of the regular file `path`, at most `MAX_FILE_BYTES` (a larger file is
+    refused before it is read); StackFileError when it cannot be read."""
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
             raise StackFileError(
                 f"{path.name}: {path.stat().st_size} bytes, more than the {MAX_FILE_BYTES} a "
                 "stack file may have"
             )
-        return decode(path.read_bytes(), path.name)
+        return path.read_bytes()
     except OSError as exc:
         raise StackFileError(f"{path.name}: {exc.strerror or exc}") from None
 
@@ -396,7 +406,7 @@ def set_config_values(
     root: Path, stack: str, values: Mapping[str, Any], project: str = PROJECT
 ) -> dict[str, str]:
     """Set each `<project>:<key>` of `values` in `Pulumi.<stack>.yaml` in one write, keeping
-    every other line, comment and quote as it was, the file's line endings (LF or CRLF), its
+    every other line, comment and quote as it was, the file's line breaks (`with_endings`), its
     indentation and its list style (see `detect_style`), so a step is a one-line diff. A
     dotted key is a path into a structured key (`services.chat.ascendWeight`: the field
     `ascendWeight` of `services.chat`), created when absent, as `pulumi config set --path`.
@@ -408,13 +418,16 @@ def set_config_values(
     any error the file is left as it was.
     """
     path = stack_path(root, stack)
+    _regular(path)
     if not path.is_file():
         raise StackFileError(f"no stack file {path.name} in {root}")
-    raw = path.read_bytes()
+    raw = _read_bytes(path)
     text = decode(raw, path.name)
     bom = "\ufeff" if raw.startswith(b"\xef\xbb\xbf") else ""
-    crlf = "\r\n" in text
-    text = text.replace("\r\n", "\n")
+    lines = split_lines(text)
+    text = "".join(content + "\n" for content, _ending in lines)
+    if lines and not lines[-1][1]:
+        text = text[:-1]
     yaml = _yaml(*detect_style(text))
     try:
         document = yaml.load(text)
@@ -434,10 +447,58 @@ def set_config_values(
         previous[key] = "" if before is None else str(before)
     buffer = io.StringIO()
     yaml.dump(document, buffer)
-    out = buffer.getvalue()
-    if not text.endswith("\n") and text and out.endswith("\n"):
-        out = out[:-1]
-    if crlf:
-        out = out.replace("\n", "\r\n")
-    path.write_bytes((bom + out).encode("utf-8"))
+    out = with_endings(lines, buffer.getvalue())
+    try:
+        write_file(path, (bom + out).encode("utf-8"))
+    except OSError as exc:
+        raise StackFileError(
+            f"{path.name}: not written ({exc.strerror or exc}); the file is unchanged"
+        ) from None
     return previous
+
+
+_LINE = re.compile(r"([^\r\n]*)(\r\n|\r|\n)")
+
+
+def split_lines(text: str) -> list[tuple[str, str]]:
+    """`text` as (line, its line break) pairs: LF, CRLF or a lone CR (YAML's three line
+    breaks), `""` for a last line without one. Joining the pairs gives `text` again."""
+    lines = [(m[1], m[2]) for m in _LINE.finditer(text)]
+    tail = text[sum(len(a) + len(b) for a, b in lines) :]
+    return [*lines, (tail, "")] if tail else lines
+
+
+def with_endings(before: list[tuple[str, str]], after: str) -> str:
+    """`after` (a dump with LF line breaks) with the line breaks of `before` (the file's
+    lines, `split_lines`): a line kept, or changed in place, keeps its own break (LF, CRLF or
+    CR, however mixed the file is); an added line takes the break of the line above it (the
+    file's most common one at the top). A file that ended without a line break still does."""
+    new = after.split("\n")
+    if new and new[-1] == "":
+        new.pop()
+    old = [content for content, _ in before]
+    endings = [ending for _, ending in before]
+    common = max(("\n", "\r\n", "\r"), key=lambda e: (endings.count(e), e == "\n"))
+    chosen: list[str] = []
+    start = 0
+    while start < min(len(old), len(new)) and old[start] == new[start]:
+        start += 1
+    end = 0
+    while end < min(len(old), len(new)) - start and old[-1 - end] == new[-1 - end]:
+        end += 1
+    chosen += endings[:start]
+    matcher = difflib.SequenceMatcher(
+        None, old[start : len(old) - end], new[start : len(new) - end], autojunk=False
+    )
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        i1, i2 = i1 + start, i2 + start
+        if tag in ("equal", "replace"):
+            chosen += [endings[min(i1 + k, i2 - 1)] for k in range(j2 - j1)]
+        elif tag == "insert":
+            above = endings[i1 - 1] if i1 > 0 else common
+            chosen += [above] * (j2 - j1)
+    chosen += endings[len(endings) - end :] if end else []
+    chosen = [ending or common for ending in chosen]
+    if chosen and before and not before[-1][1]:
+        chosen[-1] = ""
+    return "".join(line + ending for line, ending in zip(new, chosen, strict=True))

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from components.settings import PROJECT
+from dualstack.repo.atomic import put_back
 from dualstack.repo.baseref import DEFAULT_BRANCH_CANDIDATES
 from dualstack.repo.git import GitError, git, git_or_none
 from dualstack.repo.stackfile import StackFileError, read_config, read_config_at
@@ -172,26 +173,30 @@ def commit_on_new_branch(root: Path, path: Path, branch: str, message: str, orig
     before GitError is raised.
     """
     previous = git_or_none(root, "symbolic-ref", "--short", "-q", "HEAD")
-    previous_sha = git(root, "rev-parse", "HEAD").strip()
-    git(root, "checkout", "-q", "-b", branch)
+    previous_sha = git_or_none(root, "rev-parse", "HEAD") or "HEAD"
+    created = False
     try:
+        git(root, "checkout", "-q", "-b", branch)
+        created = True
         git(root, "add", "--", path.name)
         git(root, "commit", "-q", "-m", message, "--", path.name)
-    except GitError:
-        _undo(root, path, branch, original, previous or None, previous_sha)
+    except BaseException:  # GitError (a held index.lock, a hook), Ctrl-C: nothing stays
+        _undo(root, path, branch if created else None, original, previous or None, previous_sha)
         raise
     return git(root, "rev-parse", "--short", "HEAD").strip()
 
 
 def _undo(
-    root: Path, path: Path, branch: str, original: bytes, previous: str | None, sha: str
+    root: Path, path: Path, branch: str | None, original: bytes, previous: str | None, sha: str
 ) -> None:
-    """Unstage and restore `path`, go back to `previous` (or detached `sha`), drop `branch`."""
-    for args in (
-        ("reset", "-q", "--", path.name),
-        ("checkout", "-q", previous) if previous else ("checkout", "-q", "--detach", sha),
-        ("branch", "-q", "-D", branch),
-    ):
+    """Put back `path`'s `original` bytes, unstage it, go back to `previous` (or detached
+    `sha`) and drop `branch` when this command created it (None: it did not get that far).
+    The file comes first: it is what the user sees, and needs no git that works."""
+    put_back(path, original)
+    steps = [("reset", "-q", "--", path.name)]
+    if branch is not None:
+        back = ("checkout", "-q", previous) if previous else ("checkout", "-q", "--detach", sha)
+        steps += [back, ("branch", "-q", "-D", branch)]
+    for args in steps:
         with suppress(GitError):  # best effort: the original error is the one to report
             git(root, *args)
-    path.write_bytes(original)

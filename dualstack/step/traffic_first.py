@@ -44,6 +44,7 @@ from dualstack.pulumi_cli import (
     read_fleet_weights,
     run_pulumi,
 )
+from dualstack.repo.atomic import put_back
 from dualstack.repo.changes import deploy_order
 from dualstack.repo.git import GitError, git
 from dualstack.repo.stackfile import (
@@ -228,7 +229,7 @@ def write_weights(root: Path, plans: list[StackRollback]) -> None:
                     )
     except Exception:
         for path, original in written:
-            path.write_bytes(original)
+            put_back(path, original)
         raise
 
 

@@ -21,6 +21,7 @@ from components.settings import Fleet, Settings, SettingsError, load_fleet
 from components.workloads import replicas_for
 from dualstack.errors import UsageError
 from dualstack.pulumi_cli import config_set
+from dualstack.repo.atomic import put_back
 from dualstack.repo.stackfile import StackFileError, read_config, set_config_values, stack_path
 
 WEIGHT_KEY = "ascendWeight"
@@ -72,8 +73,9 @@ def rollback_target(settings: Settings, to: int) -> int:
 
 
 def restore_stack_file(root: Path, stack: str, original: bytes) -> None:
-    """Put back the stack file's bytes as they were before a write."""
-    stack_path(root, stack).write_bytes(original)
+    """Put back the stack file's bytes as they were before a write (atomically; nothing is
+    written when it holds them still: a failed write leaves them, `dualstack.repo.atomic`)."""
+    put_back(stack_path(root, stack), original)
 
 
 def write_weight(root: Path, stack: str, weight: int, key: str = WEIGHT_KEY) -> str:
@@ -90,8 +92,7 @@ def write_weight(root: Path, stack: str, weight: int, key: str = WEIGHT_KEY) -> 
     if problem is None:
         flag = " --path" if "." in key else ""
         return f"pulumi config set{flag} {key} {weight} --stack {stack}"
-    if path.read_bytes() != original:
-        path.write_bytes(original)
+    put_back(path, original)
     set_config_values(root, stack, {key: weight})
     return f"edited {path.name} in place; {problem}"
 

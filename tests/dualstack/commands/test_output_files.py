@@ -3,8 +3,6 @@ mirrors the stack."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from dualstack.cli import main
@@ -116,26 +114,3 @@ def test_render_output_folder_mirrors_the_stack(project_copy, tmp_path, capsys):
 )
 def test_os_errors_read_as_cause_and_path(error, line):
     assert error_lines(error) == [line]
-
-
-def test_an_os_error_inside_a_command_is_one_line(project_copy, tmp_path, monkeypatch, capsys):
-    def full_disk(self, *args, **kwargs):
-        raise OSError(28, "No space left on device", str(self))
-
-    monkeypatch.setattr(Path, "write_text", full_disk)
-    target = tmp_path / "policy.json"
-    argv = [
-        "-C",
-        str(project_copy),
-        "policy-config",
-        "-s",
-        "prod",
-        "--previous-weight",
-        "5",
-        "--base",
-        "HEAD",
-        "-o",
-        str(target),
-    ]
-    assert main(argv) == 2
-    assert capsys.readouterr().err == f"error: No space left on device: {target}\n"
