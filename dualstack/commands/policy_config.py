@@ -82,9 +82,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "review state only)",
     )
     parser.add_argument(
-        "-o", "--output", type=Path, help="write the JSON here (default: standard output)"
+        "-o",
+        "--output-format",
+        type=output_format,
+        default="json",
+        metavar="FORMAT",
+        help="json (the only format, and the default): the pack's config on standard output; "
+        "-o is the output format in every command, --output FILE writes a file",
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        metavar="FILE",
+        help="write the JSON to FILE instead of standard output, atomically: FILE holds its old "
+        "content or the whole new one, never part of it, and keeps its mode; a folder is "
+        "refused, a symlink followed, a FIFO or device written through; nothing is written "
+        "when the base cannot judge (exit 2)",
     )
     parser.set_defaults(func=run)
+
+
+def output_format(value: str) -> str:
+    """`-o`'s value: `json`, the only format policy-config has. Anything else, a file name
+    included, is refused in one line pointing at `--output FILE`."""
+    if value == "json":
+        return value
+    raise argparse.ArgumentTypeError(
+        f"{value!r}: -o is the output format and policy-config has one, json; to write the "
+        "JSON to a file pass --output FILE"
+    )
 
 
 def _previous(args: argparse.Namespace, root: Path, fleet: bool) -> tuple[Weights, str]:

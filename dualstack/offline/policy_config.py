@@ -4,7 +4,7 @@ A policy sees only the new inputs (REFERENCE.md, CrossGuard), so whatever it com
 comes through config. `pack_config()` builds it in the BASE's code (`dualstack.offline.judge`:
 `dualstack preview`, `dualstack policy-config`), for both paths:
 
-- online: `dualstack policy-config ... -o policy-config.json`, then `pulumi preview
+- online: `dualstack policy-config ... --output policy-config.json`, then `pulumi preview
   --policy-pack base-checkout/policies --policy-pack-config policy-config.json`; the previous
   weight is the DEPLOYED one (`pulumi stack output ascendWeight`), which beats git history;
 - offline: `dualstack preview --base REF` with the weight of the stack config at REF.

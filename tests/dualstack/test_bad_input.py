@@ -546,7 +546,16 @@ FLAG_CASES: list[tuple[list[str], str]] = [
     (["promote", "--stack", STACK, "--reason", "why"], "--reason"),
     (["render", "--stack", STACK, "--output", f"Pulumi.{STACK}.yaml"], "--output"),
     (
-        ["policy-config", "--stack", STACK, "--base", "HEAD", "--first-deploy", "-o", "no/such/x"],
+        [
+            "policy-config",
+            "--stack",
+            STACK,
+            "--base",
+            "HEAD",
+            "--first-deploy",
+            "--output",
+            "no/such/x",
+        ],
         "--output",
     ),
     (["rollback", "--stack", STACK, "--body-file", "no/such/dir/body.md"], "--body-file"),

@@ -289,7 +289,7 @@ def test_policy_config_reads_each_services_deployed_weight(repo, tmp_path, capsy
     deployed(monkeypatch, chat=20, embedder=20, reranker=0)  # chat's 50% not deployed yet
     out = tmp_path / "config.json"
     argv = ["policy-config", "-s", "fleet", "--from-stack-output", "--base", "main"]
-    assert run(repo, *argv, "-o", str(out)) == 0
+    assert run(repo, *argv, "--output", str(out)) == 0
     services = json.loads(out.read_text())["no-unsafe-weight-jump"]["services"]
     assert {name: facts["previousWeight"] for name, facts in services.items()} == {
         "chat": 20,

@@ -59,7 +59,7 @@ def test_policy_config_output_in_a_missing_folder_is_one_line(project_copy, tmp_
         "5",
         "--base",
         "HEAD",
-        "-o",
+        "--output",
         str(target),
     ]
     assert main(argv) == 2

@@ -231,7 +231,7 @@ def test_command_writes_the_file_from_stack_output(fake_pulumi, git_repo, tmp_pa
             "--from-stack-output",
             "--base",
             "main",
-            "-o",
+            "--output",
             str(out),
         ]
     )
@@ -257,7 +257,7 @@ def test_command_fails_with_exit_2_and_writes_nothing(fake_pulumi, git_repo, tmp
             "--from-stack-output",
             "--base",
             "main",
-            "-o",
+            "--output",
             str(out),
         ]
     )
@@ -296,7 +296,7 @@ def test_command_takes_the_step_limit_and_image_from_base(git_repo, tmp_path, ca
         "prod",
         "--previous-weight",
         "5",
-        "-o",
+        "--output",
         str(out),
     ]
     assert main([*args, "--base", "main"]) == 0
@@ -372,7 +372,7 @@ def test_command_fails_closed_on_a_bad_base(git_repo, tmp_path, capsys, base_yam
         "5",
         "--base",
         "nope",
-        "-o",
+        "--output",
         str(out),
     ]
     assert main(["-C", str(git_repo), *args]) == 2
@@ -399,7 +399,7 @@ def test_command_fails_closed_on_a_bad_base(git_repo, tmp_path, capsys, base_yam
 def test_command_rejects_bad_flags_in_one_line(git_repo, tmp_path, args, message, capsys):
     out = tmp_path / "policy.json"
     argv = ["-C", str(git_repo), "policy-config", "--stack", "prod", *args, "--base", "main"]
-    assert main([*argv, "-o", str(out)]) == 2
+    assert main([*argv, "--output", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err
     assert err.count("\n") == 1

@@ -91,7 +91,9 @@ def test_a_committed_interpreter_is_an_envelope_change(repo):
 def test_the_deploy_s_policy_config_lists_an_unlisted_file(repo, tmp_path):
     jump_with(repo, "yaml.py", "from json import *\n")
     out = tmp_path / "policy-config.json"
-    done = judge_from_the_base(repo, "policy-config", "--previous-weight", "5", "-o", str(out))
+    done = judge_from_the_base(
+        repo, "policy-config", "--previous-weight", "5", "--output", str(out)
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(out.read_text())[ENVELOPE]["envelopeChanges"] == [
         {"fact": "yaml.py", "before": "absent", "after": "added", "kind": "file"}
