@@ -48,6 +48,14 @@ FLOOR = 90.0
 CEILING = 10.0
 """Points: the largest accuracy tolerance whose pass may be recorded without
 --allow-low-threshold (the checker takes up to 100)."""
+MIN_PROMPTS = 20
+"""Fewest prompts a recorded check compares (the built-in sets hold 24 and 100): one prompt,
+or a handful, says little about a model (issue 34: a check of one prompt was evidence)."""
+MIN_MAX_TOKENS = 16
+"""Fewest tokens per answer a recorded comparison asks for (`--max-tokens`, default 64): with
+one token every backend that starts alike matches. Not for `accuracy`, scored on the answer."""
+MIN_PREFIX = {"chars": 16, "tokens": 8}
+"""Shortest prefix a recorded `prefix` check requires (`--prefix-length`, default 32 chars)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -64,7 +72,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "--nvidia http://inference-service-nvidia:8000 "
             "--ascend http://inference-service-ascend:8000",
             before="Exit codes: 0 pass (image recorded), 1 mismatch or inconclusive, 2 could not "
-            "complete; on 1 and 2 the stack file is unchanged.",
+            "complete; on 1 and 2 the stack file is unchanged. Evidence needs the built-in "
+            f"minimums, which no flag lowers: at least {MIN_PROMPTS} prompts, --max-tokens at "
+            f"least {MIN_MAX_TOKENS} (comparison modes), a prefix of at least "
+            f"{MIN_PREFIX['chars']} chars or {MIN_PREFIX['tokens']} tokens; a check below them "
+            "is refused before any prompt is sent (exit 2).",
         ),
     )
     add_stack_argument(parser)
@@ -144,6 +156,42 @@ def check_threshold(options: checker.Options, given: Collection[str], allowed: b
     print(f"warning: --allow-low-threshold: recording with {source} {lax}", file=sys.stderr)
 
 
+def lacking(options: checker.Options, prompts: int, given: Collection[str]) -> list[str]:
+    """What a check of `prompts` prompts with `options` lacks to be recorded as evidence (the
+    built-in minimums `MIN_PROMPTS`, `MIN_MAX_TOKENS`, `MIN_PREFIX`), one phrase each naming
+    where the value came from (`given`: the fields set by flags); [] when it has them all.
+    No flag lowers them: a shorter check is `dualstack precision-check`'s, never evidence."""
+
+    def source(field: str, key: str) -> str:
+        return flag(field) if field in given else f"precisionCheck.{key}"
+
+    found = []
+    if prompts < MIN_PROMPTS:
+        where = "--prompts" if "prompts" in given else "precisionCheck.prompts"
+        found.append(f"{prompts} prompt{'s' * (prompts != 1)} in {where} (at least {MIN_PROMPTS})")
+    if options.mode != "accuracy" and options.max_tokens < MIN_MAX_TOKENS:
+        found.append(
+            f"{source('max_tokens', 'maxTokens')} {options.max_tokens} (at least {MIN_MAX_TOKENS})"
+        )
+    least = MIN_PREFIX[options.prefix_unit]
+    if options.mode == "prefix" and options.prefix_length < least:
+        found.append(
+            f"{source('prefix_length', 'prefixLength')} {options.prefix_length} "
+            f"{options.prefix_unit} (at least {least})"
+        )
+    return found
+
+
+def check_minimums(options: checker.Options, prompts: int, given: Collection[str]) -> None:
+    """Raise UsageError saying what the check lacks (`lacking`), before any prompt is sent."""
+    if missing := lacking(options, prompts, given):
+        raise UsageError(
+            f"not recorded: evidence needs the built-in minimums, and this check has "
+            f"{', '.join(missing)}; {HISTORY_KEY} unchanged (dualstack precision-check runs a "
+            "shorter check without recording it)"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     root = find_root(Path(args.cwd) if args.cwd else None)
     args.stack = one_stack(root, args.stack, "verify-precision")
@@ -199,6 +247,13 @@ def _verify(
     except checker.CheckError as exc:
         raise UsageError(str(exc)) from None
     check_threshold(options, set(vars(args)), args.allow_low_threshold)
+    stack_prompts = settings.precision_check.prompt_list()
+    try:
+        if options.prompts or stack_prompts is None:
+            stack_prompts = checker.load_prompts(options.prompts, options.mode)
+    except checker.CheckError as exc:
+        raise UsageError(str(exc)) from None
+    check_minimums(options, len(stack_prompts), set(vars(args)))
     for field in REPORT_FIELDS:  # before any prompt is sent, not after the whole check
         if getattr(options, field, None):
             check_output_file(Path(getattr(options, field)), flag(field))
@@ -207,6 +262,16 @@ def _verify(
     try:
         code, report = run_check(args, base, settings.precision_check.prompt_list())
         result["check"] = report
+        compared = report.get("prompts") if isinstance(report, dict) else None
+        if code == checker.EXIT_PASS and not (
+            isinstance(compared, int) and compared >= MIN_PROMPTS
+        ):
+            print(
+                f"error: not recorded: the check's report counts {compared} prompts (at least "
+                f"{MIN_PROMPTS}); {KEY} unchanged",
+                file=sys.stderr,
+            )
+            return checker.EXIT_ERROR
         if code != checker.EXIT_PASS:
             why = (
                 "the check did not pass"

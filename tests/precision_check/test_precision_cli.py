@@ -112,13 +112,13 @@ def test_verify_precision_changes_nothing_unless_the_check_passes(
 
 
 def test_verify_precision_uses_the_stacks_check_settings(stack_repo):
-    """The stack allows divergence after 5 tokens; exact mode would fail this Ascend."""
+    """The stack allows divergence after 8 tokens; exact mode would fail this Ascend."""
     set_config_values(
         stack_repo,
         "prod",
-        {"precisionCheck": {"mode": "prefix", "prefixLength": 5, "prefixUnit": "tokens"}},
+        {"precisionCheck": {"mode": "prefix", "prefixLength": 8, "prefixUnit": "tokens"}},
     )
-    with OpenAIServer() as nvidia, OpenAIServer(Behaviour(diverge_after=5)) as ascend:
+    with OpenAIServer() as nvidia, OpenAIServer(Behaviour(diverge_after=8)) as ascend:
         assert verify(stack_repo, nvidia.url, ascend.url) == 0
         assert verify(stack_repo, nvidia.url, ascend.url, "--mode", "exact") == 1
     assert all(r["logprobs"] == 1 for r in ascend.requests[:24])
