@@ -15,7 +15,8 @@ What the target may be:
 - a symlink: followed; its target is replaced (in the target's folder), the link stays;
 - a folder: refused, `OSError(EISDIR)`, before anything is written;
 - a FIFO, a character device or a socket (`/dev/stdout`, `/dev/null`, a pipe): written
-  through in order, since a stream has no old content to keep.
+  through in order, since a stream has no old content to keep (a FIFO nobody reads is
+  refused at once, never waited on).
 
 A temporary file left behind by a writer killed mid-write (its pid gone) is removed by the
 next write of the same file. Errors are `OSError` with `strerror` and `filename` set, which
@@ -90,10 +91,19 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _stream(path: Path, data: bytes) -> None:
-    """Write `data` to a FIFO, device or socket as it comes (no old content to keep)."""
-    fd = os.open(path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
+    """Write `data` to a FIFO, device or socket as it comes (no old content to keep). A FIFO
+    nobody reads is refused at once (ENXIO), not waited on forever."""
     try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno == errno.ENXIO and stat.S_ISFIFO(os.stat(path).st_mode):
+            raise OSError(exc.errno, "no process reads this FIFO", str(path)) from None
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+    try:
+        os.set_blocking(fd, True)
         _write_all(fd, data)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     finally:
         os.close(fd)
 
