@@ -15,8 +15,8 @@ What the target may be:
 - a symlink: followed; its target is replaced (in the target's folder), the link stays;
 - a folder: refused, `OSError(EISDIR)`, before anything is written;
 - a FIFO, a character device or a socket (`/dev/stdout`, `/dev/null`, a pipe): written
-  through in order, since a stream has no old content to keep (a FIFO nobody reads is
-  refused at once, never waited on).
+  through in order, since a stream has no old content to keep (a FIFO nobody opens for
+  reading within `FIFO_WAIT_S` is refused, never waited on forever).
 
 A temporary file left behind by a writer killed mid-write (its pid gone) is removed by the
 next write of the same file. Errors are `OSError` with `strerror` and `filename` set, which
@@ -30,9 +30,12 @@ import glob
 import os
 import secrets
 import stat
+import time
 from contextlib import suppress
 from pathlib import Path
 
+FIFO_WAIT_S = 5.0
+"""Seconds a write to a FIFO waits for a reader to open it."""
 DEFAULT_MODE = 0o666
 """A new file's mode before the umask, as `open(path, "w")` creates it."""
 
@@ -92,13 +95,22 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def _stream(path: Path, data: bytes) -> None:
     """Write `data` to a FIFO, device or socket as it comes (no old content to keep). A FIFO
-    nobody reads is refused at once (ENXIO), not waited on forever."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        if exc.errno == errno.ENXIO and stat.S_ISFIFO(os.stat(path).st_mode):
-            raise OSError(exc.errno, "no process reads this FIFO", str(path)) from None
-        raise OSError(exc.errno, exc.strerror, str(path)) from None
+    nobody has opened for reading within `FIFO_WAIT_S` is refused (ENXIO), never waited on
+    forever."""
+    give_up = time.monotonic() + FIFO_WAIT_S
+    while True:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            break
+        except OSError as exc:
+            fifo = exc.errno == errno.ENXIO and stat.S_ISFIFO(os.stat(path).st_mode)
+            if fifo and time.monotonic() < give_up:
+                time.sleep(0.05)
+                continue
+            if fifo:
+                why = f"no process opened this FIFO for reading within {FIFO_WAIT_S:g} s"
+                raise OSError(exc.errno, why, str(path)) from None
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
     try:
         os.set_blocking(fd, True)
         _write_all(fd, data)

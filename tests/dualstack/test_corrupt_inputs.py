@@ -337,7 +337,7 @@ TARGETS: dict[str, tuple[str, str]] = {
     "a folder": ("folder", "is a folder, expected a file name"),
     "a file as the folder": ("file-as-folder", "is not a folder"),
     "a missing folder": ("missing-folder", "does not exist"),
-    "a FIFO nobody reads": ("fifo-no-reader", "no process reads this FIFO"),
+    "a FIFO nobody reads": ("fifo-no-reader", "no process opened this FIFO for reading"),
     "a FIFO with a reader": ("fifo-reader", ""),
     "/dev/full": ("dev-full", "No space left on device"),
     "/dev/null": ("dev-null", ""),
