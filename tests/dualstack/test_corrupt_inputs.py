@@ -33,13 +33,17 @@ for the kill loops, the kills):
 (1) repo/test_atomic_writes.py (2) repo/test_repo_lock.py (3) test_processes.py
 (4) commands/test_policy_config_output.py (5) commands/test_verify_minimums.py
 
-Before this work, on main at 8e349ae, measured with the same fixtures: the plain-write
-control tears the file in most kills (the control asserts it every run); `ulimit -f` cut a
-stack file at the limit and left it so; a held `.git/index.lock` left `rollback --commit`'s
-edit in the file; a hung pre-commit hook with a background child kept `git commit` until the
-child ended, past git's bound; `policy-config -o json` wrote a file named `json`; a check of
-one prompt was recorded as evidence. Now every table above passes: 0 tracebacks, 0 wrong
-acceptances, 0 hangs past a bound, 0 corrupted files, 0 processes left.
+Before this work, measured on main at dc03452 with the same fixtures: 47 of 60 `kill -9`s of
+the stack-file edit left a file that was neither the old nor the new one (0 bytes, then the
+next edit rewrote the empty file as a 49-byte stack); `ulimit -f` left a rollback's stack
+file at 65,536 of its 115,612 bytes; a held `.git/index.lock` left `rollback --commit`'s edit
+in the file; a hung pre-commit hook: git returned at its bound, the hook and its child kept
+running (2 orphans); `policy-config -o json` wrote a file named `json`; a check of one prompt
+with `--max-tokens 1` was recorded as evidence. Of this module's tables the corrupted stack
+files already held (the bounded reads of issue 34's first half: here they guard against a
+regression of the new writer), and 2 of the 14 write targets failed (a FIFO nobody reads hung
+the command; a dead writer's temporary file stayed). Now every table above passes: 0
+tracebacks, 0 wrong acceptances, 0 hangs past a bound, 0 corrupted files, 0 processes left.
 """
 
 from __future__ import annotations
