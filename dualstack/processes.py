@@ -1,7 +1,8 @@
 """The one runner of child processes (git, the Pulumi CLI, the base's CLI) and what they start.
 
 `run_bounded` starts the child in its own session and process group (`start_new_session`):
-a terminal's Ctrl-C reaches dualstack alone, which then ends the child itself. It reads the
+a terminal's Ctrl-C reaches dualstack alone, which then ends the child itself; so do SIGTERM
+and SIGHUP (a cancelled CI job, a closed terminal: `TERMINATING`). It reads the
 child's output and waits for it within one deadline. At the deadline, on Ctrl-C or on any
 other error it ends the whole tree (`kill_tree`) with SIGKILL: the child's process group (git's
 hooks, Pulumi's plugins), every descendant still linked to it that moved to a group or session
@@ -21,9 +22,10 @@ import os
 import selectors
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Mapping, Sequence
-from contextlib import suppress
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,6 +128,34 @@ def kill_tree(process: subprocess.Popen, inodes: set[int] = frozenset()) -> None
         process.wait()
 
 
+TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+"""Signals that end dualstack (a CI job cancelled, a terminal closed): while a child runs they
+end it with its tree first (`SystemExit(128 + signal)`); the child, in a session of its own,
+would not get them from a signal to dualstack's group."""
+
+
+def _terminate(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+@contextmanager
+def _ending_on_termination() -> Iterator[None]:
+    """While the block runs, `TERMINATING` signals left at their default raise SystemExit in
+    the main thread (so `run_bounded` kills the tree on the way out); elsewhere nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+    for number in TERMINATING:
+        if signal.getsignal(number) is signal.SIG_DFL:
+            previous[number] = signal.signal(number, _terminate)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
 def run_bounded(
     argv: Sequence[str],
     timeout: float,
@@ -137,7 +167,8 @@ def run_bounded(
 
     Raises Timeout when it runs longer (the tree is killed: `kill_tree`), OutputTooLarge
     past `MAX_OUTPUT_BYTES` on a stream, OSError when it cannot start. On any other
-    exception (KeyboardInterrupt included) the tree is killed before it goes on.
+    exception (KeyboardInterrupt included, and SystemExit(128 + n) for SIGTERM or SIGHUP in
+    the main thread) the tree is killed before it goes on.
     """
     process = subprocess.Popen(
         list(argv),
@@ -151,7 +182,8 @@ def run_bounded(
     streams = {process.stdout: bytearray(), process.stderr: bytearray()}
     inodes = {os.fstat(stream.fileno()).st_ino for stream in streams}
     try:
-        code = _collect(process, streams, inodes, timeout)
+        with _ending_on_termination():
+            code = _collect(process, streams, inodes, timeout)
     except BaseException:
         kill_tree(process, inodes)
         raise

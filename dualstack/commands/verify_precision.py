@@ -247,6 +247,7 @@ def _verify(
     except checker.CheckError as exc:
         raise UsageError(str(exc)) from None
     check_threshold(options, set(vars(args)), args.allow_low_threshold)
+    check_prompts_file(args)  # its shape first, then how many it holds
     stack_prompts = settings.precision_check.prompt_list()
     try:
         if options.prompts or stack_prompts is None:

@@ -25,10 +25,10 @@ for the kill loops, the kills):
 | `kill -9` of a writer at a random moment: 2 loops of 60, a control of 12 | 132 | atomic (1) |
 | other write faults: `ulimit -f`, targets, modes, line breaks (CR, mixed, ...) | 22 | atomic (1) |
 | repo lock: held, bounded wait, kill -9, bad wait values, races, index.lock | 19 | lock (2) |
-| child processes: hung, lingering grandchild, hooks, Pulumi, Ctrl-C | 7 | processes (3) |
+| child processes: hung, lingering grandchild, hooks, Pulumi, Ctrl-C, SIGTERM | 9 | processes (3) |
 | `policy-config` output: `-o` values, `--output` mode, symlink, `ulimit -f` | 12 | output (4) |
 | `verify-precision` below (and at) the evidence minimums | 16 | minimums (5) |
-| total | 562 | |
+| total | 564 | |
 
 (1) repo/test_atomic_writes.py (2) repo/test_repo_lock.py (3) test_processes.py
 (4) commands/test_policy_config_output.py (5) commands/test_verify_minimums.py

@@ -140,6 +140,30 @@ def test_ctrl_c_of_the_waiting_process_ends_the_whole_tree(tmp_path, tree_script
     assert _all_gone(pids) == []
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_or_sighup_of_the_waiting_process_ends_the_whole_tree(
+    tmp_path, tree_script, signum
+):
+    """A cancelled CI job (SIGTERM) or a closed terminal (SIGHUP) would not reach the child in
+    its own session: the waiting process ends the tree, then exits 128 + the signal."""
+    pids_file = tmp_path / "pids"
+    waiter = (
+        "import sys\nfrom dualstack.processes import run_bounded\n"
+        f"run_bounded([sys.executable, {str(tree_script)!r}, {str(pids_file)!r}, 'hang'], "
+        "timeout=300)\n"
+    )
+    process = spawn([sys.executable, "-c", waiter], stderr=subprocess.PIPE, text=True)
+    try:
+        pids = _pids(pids_file, 3)
+        process.send_signal(signum)
+        _out, err = process.communicate(timeout=GONE_WITHIN_S)
+    finally:
+        stop(process)
+    assert process.returncode == 128 + signum, err
+    assert "Traceback" not in err
+    assert _all_gone(pids) == []
+
+
 HOOK = """#!/bin/sh
 echo $$ >> "{pids}"
 sleep 300 &
