@@ -30,9 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=VERBS["policy-config"],
         epilog=examples(
             "dualstack policy-config --stack prod --from-stack-output --base origin/main \\\n"
-            "-o policy-config.json",
+            "--output policy-config.json",
             "dualstack -C base-checkout policy-config --stack prod --previous-weight 5 \\\n"
-            "--head . -o policy-config.json  # from the base's checkout, the head as data",
+            "--head . --output policy-config.json  # from the base's checkout, the head as data",
         ),
         description="Build the JSON file for `pulumi preview --policy-pack <base>/policies "
         "--policy-pack-config FILE`, judged by the BASE: its code computes every fact the "
