@@ -307,20 +307,21 @@ def _precision_verified_before_promotion(
     decrease = previous is not None and weight < previous
     if decrease and nvidia_kept and image is not None and image == previous_image:
         return  # a rollback to less traffic on the deployed images: never blocked
+    replaced = []  # the deployed images this change replaces, named in one clause
     if previous is None or weight > previous:
         move = f"raising the Ascend weight from {previous or 0}% to {percent(weight)}"
     elif decrease:
-        lowering = f"lowering the Ascend weight from {previous}% to {percent(weight)}"
+        move = f"lowering the Ascend weight from {previous}% to {percent(weight)}"
         if not previous_image:
-            move = f"{lowering} with no previousAscendImage to show the image is the deployed one"
+            move = f"{move} with no previousAscendImage to show the image is the deployed one"
         elif image != previous_image:
-            move = f"{lowering} while replacing the deployed image {previous_image}"
-        else:
-            move = lowering
+            replaced.append(f"the deployed Ascend image {previous_image}")
     else:
         move = f"with the Ascend weight at {percent(weight)}"
     if deployed_nvidia is not None and not nvidia_kept:
-        move = f"{move} while replacing the deployed NVIDIA image {deployed_nvidia}"
+        replaced.append(f"the deployed NVIDIA image {deployed_nvidia}")
+    if replaced:
+        move = f"{move} while replacing {' and '.join(replaced)}"
     if workload is None or image is None:
         report_violation(f"cannot check the Ascend image {move}: {why}", None)
         return

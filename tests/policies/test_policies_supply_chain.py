@@ -354,7 +354,7 @@ class TestPrecisionVerifiedBeforePromotion:
         )
         assert message.startswith(
             f"lowering the Ascend weight from {previous}% to {weight}% while replacing the "
-            f"deployed image {ASCEND_IMAGE}: Deployment inference/inference-green serves "
+            f"deployed Ascend image {ASCEND_IMAGE}: Deployment inference/inference-green serves "
             f"{NVIDIA_IMAGE} + {NEW_ASCEND} to live traffic"
         )
         assert VERIFY in message
@@ -536,6 +536,33 @@ class TestTheNvidiaImageIsJudgedAtEveryWeight:
             f"{NVIDIA_IMAGE}: Deployment inference/inference-green serves {NEW_NVIDIA} + "
             f"{ASCEND_IMAGE} to live traffic, but the base's precision-verified pairs are the "
             f"deployed nvidia image + {ASCEND_IMAGE}; "
+        )
+
+    @pytest.mark.parametrize(("previous", "weight"), [(20, 5), (50, 20)])
+    def test_a_decrease_replacing_both_images_names_both_in_one_clause(self, previous, weight):
+        stack = good_stack(weight)
+        set_image(stack, "nvidia", self.EVIL)
+        set_image(stack, "ascend", NEW_ASCEND)
+        [message] = precision(stack, self.config(previous))
+        assert message.startswith(
+            f"lowering the Ascend weight from {previous}% to {weight}% while replacing the "
+            f"deployed Ascend image {ASCEND_IMAGE} and the deployed NVIDIA image "
+            f"{NVIDIA_IMAGE}: Deployment inference/inference-green serves {self.EVIL} + "
+            f"{NEW_ASCEND} to live traffic"
+        )
+        assert message.count("while replacing") == 1
+
+    def test_a_raise_replacing_both_images_names_the_nvidia_one(self):
+        """A raise needs the check whatever the Ascend image is, so only the NVIDIA image, which
+        keeps serving the rest of the traffic, is named as replaced."""
+        stack = good_stack(20)
+        set_image(stack, "nvidia", self.EVIL)
+        set_image(stack, "ascend", NEW_ASCEND)
+        [message] = precision(stack, self.config(5))
+        assert message.startswith(
+            "raising the Ascend weight from 5% to 20% while replacing the deployed NVIDIA image "
+            f"{NVIDIA_IMAGE}: Deployment inference/inference-green serves {self.EVIL} + "
+            f"{NEW_ASCEND} to live traffic"
         )
 
     def test_without_the_deployed_images_the_single_image_record_accepts_none(self):

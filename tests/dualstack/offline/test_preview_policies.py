@@ -349,8 +349,8 @@ def test_a_decrease_with_unverified_new_images_fails(git_repo, capsys):
     assert code == 1, out
     assert err.splitlines()[0] == "policy check failed: precision-verified-before-promotion"
     assert (
-        "lowering the Ascend weight from 50% to 20% while replacing the deployed image "
-        "registry/inference-service:v1.2.3-npu while replacing the deployed NVIDIA image "
+        "lowering the Ascend weight from 50% to 20% while replacing the deployed Ascend image "
+        "registry/inference-service:v1.2.3-npu and the deployed NVIDIA image "
         "registry/inference-service:v1.2.3-cuda: Deployment inference/inference-green serves "
         "registry/inference-service:v1.2.4-cuda + registry/inference-service:v1.2.4-npu to "
         "live traffic"
