@@ -149,8 +149,8 @@ def test_a_base_without_the_protocol_stops_the_preview(repo):
     edit_code(
         repo,
         "dualstack/commands/ci.py",
-        '    judge = steps.add_parser(\n        "judge",',
-        '    judge = steps.add_parser(\n        "judge-v0",',
+        '    judge = _step(\n        steps,\n        "judge",',
+        '    judge = _step(\n        steps,\n        "judge-v0",',
     )
     commit(repo, "a base from before the judge protocol")
     git(repo, "checkout", "-q", "HEAD~1", "--", "dualstack/commands/ci.py")
