@@ -135,12 +135,19 @@ def check_policies(
     return run_policies(side.objects, config, stack)
 
 
-def _service_view(settings: Settings, verdict: Verdict) -> ServiceView:
-    """One service as the base's judge `verdict` describes it."""
+def _service_view(settings: Settings, verdict: Verdict, only: bool = False) -> ServiceView:
+    """One service as the base's judge `verdict` describes it. `only`: the head's only
+    service; a stack without `services` whose base was a fleet of one is that member, whatever
+    it was called (the judge's `Fleet.laid_out_as`; the other way, a base without `services`
+    describes its one service under any name, `BaseSummary.member`)."""
+    name = settings.name
+    members = verdict.base.services if verdict.base is not None else None
+    if only and settings.member is None and members is not None and len(members) == 1:
+        name = next(iter(members))
     previous = verdict.previous_weight
     if isinstance(previous, dict):  # a fleet: this service's deployed weight
-        previous = previous.get(settings.name)
-    summary = None if verdict.base is None else verdict.base.member(settings.name)
+        previous = previous.get(name)
+    summary = None if verdict.base is None else verdict.base.member(name)
     if verdict.base is not None and summary is None:  # a service new in the head
         previous = None
     base = None
@@ -166,7 +173,8 @@ def assemble(
 ) -> Preview:
     """A Preview of the head from the base's judge `verdict`; its header is `head.settings`'s
     service, or each service's with `every_service`."""
-    services = [_service_view(settings, verdict) for settings in head.members]
+    only = len(head.members) == 1
+    services = [_service_view(settings, verdict, only) for settings in head.members]
     if verdict.results is None:  # asked with the head's objects: the pack must have run
         raise JudgeError(f"the base's judge at {label} answered a verdict without results")
     chosen = next(v for v in services if v.settings.name == head.settings.name)

@@ -227,3 +227,18 @@ def test_a_conversion_keeping_the_names_changes_only_the_layout(tmp_path, capsys
         "  - ConfigMap inference/inference-service-dualstack-dashboard-inference",
         "  ~ PrometheusRule inference/inference-service-dualstack",
     ]
+
+
+@pytest.mark.parametrize(
+    ("base", "head"),
+    [(single(20), fleet_of_one(20, "chat")), (fleet_of_one(20, "chat"), single(20))],
+    ids=["into a fleet of one", "back to one service"],
+)
+def test_the_report_shows_the_base_s_service_under_the_head_s_name(tmp_path, capsys, base, head):
+    """The header lines compare with the base's one service whatever the head calls it: its
+    weight, replicas and record (not 'a service new in the head', not 'NOT verified')."""
+    code, out, err = judged(tmp_path, capsys, base, head, *APPROVED)
+    assert (code, err) == (0, "")
+    assert "Ascend weight: unchanged at 20% (ladder step 2 of 5, next 50%)" in out
+    assert f"Ascend image: {AS} (precision-verified at the base)" in out
+    assert "previous weight 20%" in out
