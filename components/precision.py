@@ -1,14 +1,16 @@
-"""The in-cluster precision check: a ConfigMap with the checker and prompts, a Job running it
-against both direct Services, optionally a CronJob re-running it, the pods' ServiceAccount (no
-API token) and their NetworkPolicy (egress to the backends, DNS and the Pushgateway only).
+"""The in-cluster precision check: per service a ConfigMap with its prompts, a Job running the
+checker against both direct Services, optionally a CronJob re-running it, the pods'
+ServiceAccount (no API token) and their NetworkPolicy (egress to the backends, DNS and the
+Pushgateway only); per namespace one ConfigMap with the checker, named by its hash and shared
+by every service's Job (`checker_manifest`).
 
-The checker is the stdlib-only package `precision_check`, shipped file by file in
-the ConfigMap and run as `python3 -m precision_check` in a stock Python image. The Job's name
+The checker is the stdlib-only package `precision_check`, shipped file by file in the checker
+ConfigMap and run as `python3 -m precision_check` in a stock Python image. The Job's name
 carries a hash of everything it runs (both images, the check settings, the prompts, the
 checker's source), so a new Ascend image means a new Job, and an unchanged stack keeps its
 finished Job. pulumi-kubernetes waits for a Job to complete (pulumi/pulumi-kubernetes#633),
 so a failed check also fails `pulumi up`. Pure functions: `components.resources.PrecisionCheck`
-registers `precision_manifests`.
+registers `precision_manifests`, the stack `checker_manifest`.
 
 Job facts (kubernetes.io/docs/concepts/workloads/controllers/job/): `podFailurePolicy` needs
 `restartPolicy: Never`; exit code 1 (a real mismatch) fails the Job at once, while exit 2
@@ -40,6 +42,7 @@ RUN_AS_USER = (
     65534  # `nobody` in Debian-based images such as the default python:3.12.7-slim-bookworm
 )
 MISMATCH_EXIT_CODE = checker.EXIT_MISMATCH
+CHECKER_PREFIX = "dualstack-precision-checker"
 
 
 @cache
@@ -51,9 +54,41 @@ def _checker_sources() -> tuple[tuple[str, str], ...]:
 
 
 def checker_files() -> dict[str, str]:
-    """The checker's Python files by name (`cli.py` -> source), as shipped in the ConfigMap
-    (the prompt sets travel as `prompts.jsonl`, the one file the Job reads)."""
+    """The checker's Python files by name (`cli.py` -> source), as shipped in the checker
+    ConfigMap (the prompt sets travel as `prompts.jsonl`, the one file the Job reads, in each
+    service's own ConfigMap)."""
     return dict(_checker_sources())
+
+
+def checker_hash() -> str:
+    """10 hex digits of SHA-256 over the checker's files (names and sources)."""
+    payload = json.dumps(checker_files(), sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:10]
+
+
+def checker_config_map_name() -> str:
+    """`dualstack-precision-checker-<checker_hash>`: the ConfigMap holding the checker, one
+    per namespace, shared by the Job of every service there. Named by its content, so a new
+    checker is a new ConfigMap (and a new Job), and a running Job's files never change."""
+    return f"{CHECKER_PREFIX}-{checker_hash()}"
+
+
+def checker_labels() -> dict[str, str]:
+    """Labels of the shared checker ConfigMap: the check's name, no service (it is every
+    service's, like the pools' NodePatches: `policies.members`)."""
+    return {"app.kubernetes.io/name": CONTAINER_NAME}
+
+
+def checker_manifest(name: str, namespace: str) -> Manifest:
+    """The shared checker ConfigMap of `namespace`, registered as `name` by the stack: every
+    checker file by name (`checker_files`)."""
+    return manifest(
+        name,
+        "v1",
+        "ConfigMap",
+        object_metadata(checker_config_map_name(), namespace, checker_labels()),
+        {"data": checker_files()},
+    )
 
 
 def prompts_jsonl(settings: Settings) -> str:
@@ -65,8 +100,9 @@ def prompts_jsonl(settings: Settings) -> str:
 
 
 def config_map_data(settings: Settings) -> dict[str, str]:
-    """ConfigMap data: every checker file plus `prompts.jsonl`."""
-    return {**checker_files(), PROMPTS_KEY: prompts_jsonl(settings)}
+    """The service's own ConfigMap data: `prompts.jsonl` (the checker is shared,
+    `checker_manifest`)."""
+    return {PROMPTS_KEY: prompts_jsonl(settings)}
 
 
 def backend_url(settings: Settings, hardware: Hardware) -> str:
@@ -122,11 +158,13 @@ def labels(settings: Settings) -> dict[str, str]:
 
 def pod_template(settings: Settings) -> dict[str, Any]:
     """The check's pod: its own ServiceAccount with no token mounted, non-root, read-only root
-    filesystem, no capabilities, the ConfigMap mounted read-only, bounded CPU and memory."""
+    filesystem, no capabilities, bounded CPU and memory; mounted read-only in one folder, the
+    shared checker (`precision_check/*.py`, `checker_config_map_name`) and the service's
+    prompts (`prompts.jsonl`), one projected volume of the two ConfigMaps."""
     check = settings.precision_check
     res = check.resources
-    items = [{"key": name, "path": f"precision_check/{name}"} for name in checker_files()]
-    items.append({"key": PROMPTS_KEY, "path": PROMPTS_KEY})
+    files = [{"key": name, "path": f"precision_check/{name}"} for name in checker_files()]
+    prompts = [{"key": PROMPTS_KEY, "path": PROMPTS_KEY}]
     return {
         "metadata": {
             # Without native sidecars an injected Envoy keeps the pod, and the Job, running.
@@ -165,9 +203,11 @@ def pod_template(settings: Settings) -> dict[str, Any]:
             "volumes": [
                 {
                     "name": "checker",
-                    "configMap": {
-                        "name": names(settings)["configMap"],
-                        "items": items,
+                    "projected": {
+                        "sources": [
+                            {"configMap": {"name": checker_config_map_name(), "items": files}},
+                            {"configMap": {"name": names(settings)["configMap"], "items": prompts}},
+                        ],
                         "defaultMode": 0o444,
                     },
                 }
@@ -207,9 +247,10 @@ def job_spec(settings: Settings) -> dict[str, Any]:
 def job_hash(
     settings: Settings, spec: dict[str, Any] | None = None, data: dict[str, str] | None = None
 ) -> str:
-    """10 hex digits of SHA-256 over the Job spec (images, check settings) and the ConfigMap
-    data (checker source, prompts): equal stacks give equal hashes. `spec` and `data`, when
-    given, are `job_spec(settings)` and `config_map_data(settings)` already built."""
+    """10 hex digits of SHA-256 over the Job spec (images, check settings, the checker
+    ConfigMap's name: the checker's hash) and the service's ConfigMap data (the prompts):
+    equal stacks give equal hashes. `spec` and `data`, when given, are `job_spec(settings)`
+    and `config_map_data(settings)` already built."""
     job = job_spec(settings) if spec is None else spec
     config_map = config_map_data(settings) if data is None else data
     payload = json.dumps({"job": job, "configMap": config_map}, sort_keys=True)
@@ -246,7 +287,7 @@ def precision_metadata(settings: Settings, object_name: str) -> dict[str, Any]:
 
 def precision_manifests(name: str, settings: Settings) -> dict[str, Manifest]:
     """The check's objects by role, each named `<name>-<role>`, in the order they are
-    registered: `config` (ConfigMap), `service-account`, `network-policy` (unless
+    registered: `config` (ConfigMap of the prompts), `service-account`, `network-policy` (unless
     `security.networkPolicy.enabled` is false), `job` (named by `job_hash`), `cron` (when
     `precisionCheck.schedule` is set)."""
     object_names = names(settings)

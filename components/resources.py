@@ -179,22 +179,29 @@ class TrafficSplit(pulumi.ComponentResource):
 
 
 class PrecisionCheck(pulumi.ComponentResource):
-    """The precision check of one service (`components.precision`): ConfigMap (checker +
-    prompts), a Job named by the hash of what it checks, a CronJob when
-    `precisionCheck.schedule` is set, the pods' ServiceAccount and (unless
-    `security.networkPolicy.enabled` is false) NetworkPolicy. The Job waits for the rest."""
+    """The precision check of one service (`components.precision`): ConfigMap (prompts), a
+    Job named by the hash of what it checks, a CronJob when `precisionCheck.schedule` is set,
+    the pods' ServiceAccount and (unless `security.networkPolicy.enabled` is false)
+    NetworkPolicy. The Job waits for the rest and for `checker`, the stack's checker
+    ConfigMap it mounts."""
 
     config_map_name: pulumi.Output[str]
     job_name: pulumi.Output[str]
 
     def __init__(
-        self, name: str, settings: Settings, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        settings: Settings,
+        opts: pulumi.ResourceOptions | None = None,
+        checker: pulumi.Resource | None = None,
     ) -> None:
         super().__init__(names.PRECISION_TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         manifests = precision_manifests(name, settings)
         config_map = register(manifests.pop("config"), child)
         ready = [config_map, register(manifests.pop("service-account"), child)]
+        if checker is not None:  # the stack's checker ConfigMap, which the Job mounts
+            ready.append(checker)
         if "network-policy" in manifests:
             ready.append(register(manifests.pop("network-policy"), child))
         after_config = pulumi.ResourceOptions(parent=self, depends_on=ready)

@@ -15,6 +15,7 @@ import pulumi.runtime.config as pulumi_config
 from components import ladder
 from components import resource_names as names
 from components.monitoring.component import fleet_dashboard_manifest
+from components.precision import checker_manifest
 from components.resources import (
     AcceleratorNodePool,
     InferenceWorkload,
@@ -35,7 +36,8 @@ from components.settings import (
 
 class ServiceComponents:
     """The components of one service of the fleet, registered under the top component: both
-    workloads, the traffic split, the precision check and the monitoring. Their names start
+    workloads, the traffic split, the precision check (its Job after `checker`, the stack's
+    checker ConfigMap) and the monitoring. Their names start
     with `resource_names.service_prefix(settings.member, name)` (`name` the top component's),
     so the single implicit service keeps
     the names (and URNs) it had before fleets existed."""
@@ -46,6 +48,7 @@ class ServiceComponents:
         name: str,
         settings: Settings,
         pools: dict[str, AcceleratorNodePool],
+        checker: pulumi.Resource | None = None,
     ) -> None:
         prefix = names.service_prefix(settings.member, name)
         child = pulumi.ResourceOptions(parent=parent)
@@ -66,7 +69,7 @@ class ServiceComponents:
         self.traffic = TrafficSplit(names.child(prefix, names.TRAFFIC), settings, after_workloads)
         if settings.precision_check.enabled:  # calls both direct Services, so after them
             self.precision = PrecisionCheck(
-                names.child(prefix, names.PRECISION), settings, after_workloads
+                names.child(prefix, names.PRECISION), settings, after_workloads, checker
             )
         if settings.monitoring.enabled:
             self.monitoring = UnifiedMonitoring(
@@ -75,8 +78,9 @@ class ServiceComponents:
 
 
 class DualStackInference(pulumi.ComponentResource):
-    """The fleet's inference services on NVIDIA and Ascend: both node pools once, and per
-    service both workloads and the weighted traffic split between them.
+    """The fleet's inference services on NVIDIA and Ascend: both node pools once, the checker
+    ConfigMap once (when a service checks precision), and per service both workloads and the
+    weighted traffic split between them.
 
     `fleet`: the stack's services (a single-service stack is a fleet of one, `Fleet.of`)."""
 
@@ -88,8 +92,16 @@ class DualStackInference(pulumi.ComponentResource):
             hw: AcceleratorNodePool(names.pool(name, hw), shared.hardware(hw).pool, child)
             for hw in HARDWARE
         }
+        checker = None
+        if any(service.precision_check.enabled for service in fleet):
+            # The checker's files once per namespace; each service's Job mounts them.
+            checker = register(
+                checker_manifest(names.child(name, names.PRECISION_CHECKER), shared.namespace),
+                child,
+            )
         self.services = {
-            service.name: ServiceComponents(self, name, service, self.pools) for service in fleet
+            service.name: ServiceComponents(self, name, service, self.pools, checker)
+            for service in fleet
         }
         monitoring = shared.monitoring
         if fleet.declared and monitoring.enabled and monitoring.dashboard.enabled:

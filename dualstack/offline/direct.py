@@ -25,7 +25,7 @@ from components import resource_names as names
 from components.manifests import Manifest
 from components.monitoring.component import fleet_dashboard_manifest, monitoring_manifests
 from components.node_pools import node_patch_manifests
-from components.precision import precision_manifests
+from components.precision import checker_manifest, precision_manifests
 from components.settings import HARDWARE, Fleet, Settings
 from components.traffic import traffic_manifests
 from components.workloads import workload_manifests
@@ -80,14 +80,18 @@ def service_registrations(
 
 def registrations(fleet: Fleet, stack: str, top: str = names.TOP_NAME) -> list[Registered]:
     """Every resource `components.stack.main()` registers for `fleet` on stack `stack`, in
-    its registration order: the top component, both node pools and their NodePatches, each
-    service's components (`service_registrations`), and a declared fleet's one dashboard."""
+    its registration order: the top component, both node pools and their NodePatches, the
+    checker ConfigMap (when a service checks precision), each service's components
+    (`service_registrations`), and a declared fleet's one dashboard."""
     shared = fleet.first  # the pools and the fleet dashboard are the stack's
     found = [_component(names.STACK_TYPE, top, None)]
     for hw in HARDWARE:
         pool = names.pool(top, hw)
         found.append(_component(names.NODE_POOL_TYPE, pool, top))
         found += _objects(node_patch_manifests(pool, shared.hardware(hw).pool), pool)
+    if any(service.precision_check.enabled for service in fleet):
+        checker = names.child(top, names.PRECISION_CHECKER)
+        found += _objects([checker_manifest(checker, shared.namespace)], top)
     for service in fleet:
         found += service_registrations(service, stack, top)
     monitoring = shared.monitoring

@@ -13,7 +13,7 @@ import pytest
 
 import precision_check as checker
 from components.monitoring import metric_names
-from components.precision import checker_files, job_name
+from components.precision import checker_config_map_name, checker_files, job_name
 from components.settings import SettingsError, load_settings
 from dualstack.offline.schemas import validate_objects
 from precision_check import output
@@ -77,29 +77,56 @@ def test_job_and_config_map_are_valid_and_call_both_direct_services(render_objec
     assert spec["template"]["metadata"]["labels"]["sidecar.istio.io/inject"] == "false"
 
 
-def test_config_map_ships_the_checker_package_and_the_prompts(render_objects):
-    (config_map,) = [
-        o
-        for o in precision_objects(render_objects(cfg(ascendWeight="5")))
-        if o["kind"] == "ConfigMap"
-    ]
-    data = config_map["data"]
-    assert set(data) == {*checker_files(), "prompts.jsonl"}
+def checker_config_maps(objects):
+    return [o for o in objects if o["metadata"]["name"].startswith("dualstack-precision-checker-")]
+
+
+def test_config_maps_ship_the_checker_package_once_and_the_prompts_per_service(render_objects):
+    objects = render_objects(cfg(ascendWeight="5"))
+    (checker_map,) = checker_config_maps(objects)
+    assert checker_map["metadata"]["name"] == checker_config_map_name()
+    assert re.fullmatch(
+        r"dualstack-precision-checker-[0-9a-f]{10}", checker_map["metadata"]["name"]
+    )
+    assert checker_map["metadata"]["namespace"] == "inference"
+    assert "app" not in checker_map["metadata"]["labels"]  # no service's: every one's
+    data = checker_map["data"]
+    assert set(data) == set(checker_files())
     assert {"__init__.py", "__main__.py", "cli.py", "backend.py"} <= set(data)
     package = Path(output.__file__).parent
     assert data["backend.py"] == (package / "backend.py").read_text()
-    assert data["prompts.jsonl"].count("\n") == 24
+    (prompts_map,) = [o for o in precision_objects(objects) if o["kind"] == "ConfigMap"]
+    assert set(prompts_map["data"]) == {"prompts.jsonl"}
+    assert prompts_map["data"]["prompts.jsonl"].count("\n") == 24
+
+
+def test_a_fleet_shares_one_checker_config_map_in_its_namespace(render_objects):
+    from tests.conftest import fleet_config
+
+    objects = render_objects(fleet_config())
+    (checker_map,) = checker_config_maps(objects)
+    jobs = [o for o in objects if o["kind"] == "Job"]
+    assert len(jobs) == 3
+    for job in jobs:
+        (volume,) = job["spec"]["template"]["spec"]["volumes"]
+        names = [source["configMap"]["name"] for source in volume["projected"]["sources"]]
+        service = job["metadata"]["labels"]["app.kubernetes.io/part-of"]
+        assert names == [checker_map["metadata"]["name"], f"{service}-precision-check"]
+    assert checker_map["metadata"]["namespace"] == jobs[0]["metadata"]["namespace"]
 
 
 def materialise(objects, root: Path) -> tuple[list[str], Path]:
-    """Lay the ConfigMap out as the volume's `items` do; returns the Job's argv and workdir."""
+    """Lay the ConfigMaps out as the projected volume's sources do; returns the Job's argv
+    and workdir."""
     job = the_job(objects)
     pod = job["spec"]["template"]["spec"]
-    (config_map,) = [o for o in objects if o["kind"] == "ConfigMap"]
-    for item in pod["volumes"][0]["configMap"]["items"]:
-        target = root / item["path"]
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(config_map["data"][item["key"]], encoding="utf-8")
+    (volume,) = pod["volumes"]
+    for source in volume["projected"]["sources"]:
+        config_map = find(objects, "ConfigMap", source["configMap"]["name"])
+        for item in source["configMap"]["items"]:
+            target = root / item["path"]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(config_map["data"][item["key"]], encoding="utf-8")
     (container,) = pod["containers"]
     return [*container["command"], *container["args"]], root
 
@@ -125,7 +152,7 @@ def test_the_rendered_job_command_runs_in_a_bare_python(
     """The Job's command and args, with the in-cluster URLs and mount path pointed at local
     servers and a temporary folder, in a Python without site-packages (`-S`), like the
     stock image."""
-    objects = precision_objects(render_objects(cfg(ascendWeight="5", precisionCheck=check)))
+    objects = render_objects(cfg(ascendWeight="5", precisionCheck=check))
     argv, workdir = materialise(objects, tmp_path)
     with OpenAIServer(nvidia_behaviour) as nvidia, OpenAIServer(ascend_behaviour) as ascend:
         local = [
@@ -217,6 +244,7 @@ def test_cron_job_only_with_a_schedule(render_objects):
 def test_disabled_check_renders_nothing(render_objects):
     objects = render_objects(cfg(ascendWeight="5", precisionCheck={"enabled": False}))
     assert precision_objects(objects) == []
+    assert checker_config_maps(objects) == []
 
 
 def test_pushgateway_and_stack_prompts_reach_the_job(render_objects):
