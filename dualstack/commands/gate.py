@@ -42,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "dualstack gate --stack prod --prometheus http://127.0.0.1:9090 --window 1h \\\n"
             "--markdown gate.md  # the report, with its charts, for the PR",
             "dualstack gate --stack fleet --service chat -o json  # with $DUALSTACK_PROMETHEUS_URL",
-            "dualstack gate --stack prod --wait 2h  # until it passes (0), fails (1) or 2h pass (3)",
+            "dualstack gate --stack prod --wait 2h  # until it passes (0), fails (1), 2h pass (3)",
         ),
         description="Query the recorded per-hardware series over a window and judge Ascend "
         "against NVIDIA: enough requests, 5xx ratio within the margin, p99 within the factor "
