@@ -200,7 +200,9 @@ def excerpt(key: str, lines: list[str]) -> list[str]:
 def _block(key: str, command: str, output: str, code: int, whole: bool) -> list[str]:
     lines = output.splitlines() if whole else excerpt(key, output.splitlines())
     exit_note = [] if code == 0 else [f"# exit {code}"]
-    return ["```console", f"$ {command}", *lines, *exit_note, "```"]
+    runs = [len(line) - len(line.lstrip("`")) for line in lines]
+    fence = "`" * max([3, *(run + 1 for run in runs)])  # longer than any fence in the output
+    return [f"{fence}console", f"$ {command}", *lines, *exit_note, fence]
 
 
 def render(outputs: dict[str, tuple[str, int]], whole: bool, level: str) -> list[str]:

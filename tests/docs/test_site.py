@@ -14,10 +14,20 @@ from tests.conftest import REPO
 BUILD_TIMEOUT_S = 120
 
 
-def build(root: Path, site: Path) -> subprocess.CompletedProcess[str]:
-    """`mkdocs build --strict` of the site at `root` into `site`."""
+def build(root: Path, site: Path, config: str = "mkdocs.yml") -> subprocess.CompletedProcess[str]:
+    """`mkdocs build --strict` of the site at `root` (its `config`) into `site`."""
     return subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "-f",
+            config,
+            "--site-dir",
+            str(site),
+        ],
         cwd=root,
         capture_output=True,
         text=True,
