@@ -216,11 +216,14 @@ def _traffic_rows(traffic: dict[str, Any] | None) -> list[tuple[str, str]]:
         )
     else:
         rung = f"{recorded}, recorded by the deployed rules as the stack file says"
-    return [
+    rows = [
         ("rung", rung),
         ("split", f"{split['status']}: {split['detail']} (last {traffic['window']})"),
         ("bake", f"{bake['status']}: {bake['detail']}"),
     ]
+    if "gate" in traffic:
+        rows.append(("gate", traffic["gate"]))
+    return rows
 
 
 def _rung_drift(status: dict[str, Any], traffic: dict[str, Any] | None) -> None:
@@ -230,9 +233,12 @@ def _rung_drift(status: dict[str, Any], traffic: dict[str, Any] | None) -> None:
         status["drift"] = True
 
 
-def observed_traffic(args: argparse.Namespace, settings: Settings) -> dict[str, Any] | None:
+def observed_traffic(
+    args: argparse.Namespace, settings: Settings, stack: str = ""
+) -> dict[str, Any] | None:
     """`traffic_status` when a Prometheus is given (None without); its error as data when
-    Prometheus cannot answer: status still shows everything else."""
+    Prometheus cannot answer: status still shows everything else. Under `--watch` also the
+    gate's verdict (`gate`: `PASSED`, or `FAILED: bake FAIL, split NO_DATA`)."""
     if not args.prometheus:
         return None
     try:
@@ -242,9 +248,31 @@ def observed_traffic(args: argparse.Namespace, settings: Settings) -> dict[str, 
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     try:
-        return traffic_status(settings, client, args.window, at)
+        traffic = traffic_status(settings, client, args.window, at)
+        if getattr(args, "watch", False):
+            traffic["gate"] = _gate_verdict(settings, stack, client, args.window, at)
+        return traffic
     except PrometheusError as exc:
         return {"error": str(exc)}
+
+
+def _gate_verdict(
+    settings: Settings, stack: str, client: PrometheusClient, window: str, at: float
+) -> str:
+    """The gate's verdict on `settings`' service now, in one line."""
+    from dualstack.gate.promotion import evaluate_promotion
+
+    report = evaluate_promotion(settings, stack, client, window, at)
+    if report.passed:
+        return f"PASSED (judged step {_step_text(report.step)})"
+    unmet = [f"{c.key} {c.status}" for c in report.criteria if c.required and c.status != "PASS"]
+    return f"FAILED: {', '.join(unmet)} (judged step {_step_text(report.step)})"
+
+
+def _step_text(step: tuple[int, int | None] | None) -> str:
+    if step is None:
+        return "-"
+    return f"{step[0]}% -> {'none' if step[1] is None else f'{step[1]}%'}"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -254,6 +282,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=examples(
             "dualstack status",
             "dualstack status -s prod --prometheus http://127.0.0.1:9090  # rung, split, bake",
+            "dualstack status -s prod --prometheus http://127.0.0.1:9090 --watch  # until Ctrl-C",
             "dualstack status -o json | jq -r '.stacks[] | select(.drift) | .stack'  "
             "# exit 3: drift",
         ),
@@ -292,6 +321,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="end of the window: unix seconds or RFC 3339 (default: now)",
     )
     parser.add_argument("--timeout", type=seconds, default=10.0, help="seconds per query")
+    parser.add_argument(
+        "--watch",
+        action="store_true",
+        help="draw the status again every --interval seconds until Ctrl-C (on a terminal it "
+        "redraws in place); with --prometheus also each service's gate verdict",
+    )
+    parser.add_argument(
+        "--interval",
+        metavar="SECONDS",
+        type=seconds,
+        default=10.0,
+        help="with --watch: seconds between two drawings (default: 10)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -310,7 +352,7 @@ def _one_stack(
         deployed = deployed_weight(root, stack)
         pending = pending_step(root, stack, settings, deployed, base)
         status = stack_status(stack, settings, deployed, pending)
-        traffic = observed_traffic(args, settings)
+        traffic = observed_traffic(args, settings, stack)
         if traffic is not None:
             status["traffic"] = status["services"][0]["traffic"] = traffic
             _rung_drift(status, traffic)
@@ -323,7 +365,7 @@ def _one_stack(
     for settings in chosen:
         pending = pending_step(root, stack, settings, deployed[settings.name], base, at_base)
         one = service_status(settings, deployed[settings.name], pending)
-        traffic = observed_traffic(args, settings)
+        traffic = observed_traffic(args, settings, stack)
         if traffic is not None:
             one["traffic"] = traffic
             _rung_drift(one, traffic)
@@ -332,24 +374,48 @@ def _one_stack(
     return status, format_fleet(status, fleet)
 
 
-def run(args: argparse.Namespace) -> int:
-    root = find_root(Path(args.cwd) if args.cwd else None)
-    stacks = every_stack(root, args.stack)
+def _snapshot(args: argparse.Namespace, root: Path) -> tuple[int, list[dict[str, Any]], str]:
+    """(exit code, every stack's data, the text): one look at every stack. A stack whose
+    config does not validate is an `error:` line, on stderr unless `--watch` draws it."""
     results, blocks = [], []
     base = default_base(root)
-    for stack in stacks:
+    for stack in every_stack(root, args.stack):
         try:
             status, block = _one_stack(args, root, stack, base)
         except (SettingsError, StackFileError) as exc:
             first = redact(str(exc).splitlines()[0])
-            print(f"error: stack {stack}: {first}", file=sys.stderr)
+            line = f"error: stack {stack}: {first}"
+            if args.watch:
+                blocks.append(line + "\n")
+            else:
+                print(line, file=sys.stderr)
             results.append({"stack": stack, "error": first})
             continue
         results.append(status)
         blocks.append(block)
-    code = exit_code(results)
+    return exit_code(results), results, "\n".join(blocks)
+
+
+def run(args: argparse.Namespace) -> int:
+    root = find_root(Path(args.cwd) if args.cwd else None)
+    if args.watch:
+        if wants_json(args):
+            raise UsageError(
+                "--watch redraws the text for a person: leave out -o json (a script polls "
+                "`status -o json`)"
+            )
+        if args.at is not None:
+            raise UsageError("--watch follows the present: leave out --at")
+        from dualstack.commands.redraw import watch
+
+        def draw() -> tuple[int, str]:
+            code, _results, text = _snapshot(args, root)
+            return code, text
+
+        return watch(draw, args.interval, "dualstack status")
+    code, results, text = _snapshot(args, root)
     if wants_json(args):
         emit(document("status", exitCode=code, stacks=results))
     else:
-        sys.stdout.write("\n".join(blocks))
+        sys.stdout.write(text)
     return code

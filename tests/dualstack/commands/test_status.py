@@ -8,6 +8,7 @@ from dualstack.cli import main
 from dualstack.repo.stackfile import set_config_values
 from tests.conftest import git
 from tests.support.pulumi_stub import hide_pulumi, install_fake_pulumi
+from tests.support.watching import watched
 
 
 def test_status_of_every_stack(git_repo, capsys, monkeypatch):
@@ -121,3 +122,38 @@ def test_a_merged_but_undeployed_step_is_not_a_next_step(git_repo, tmp_path, mon
     (prod,) = json.loads(capsys.readouterr().out)["stacks"]
     assert prod["pending"] == "deployed 0%, git 5%: deploy the merged step, or revert it"
     assert prod["nextStep"] == 20  # the ladder's next rung, once the pending step is settled
+
+
+def test_status_watch_redraws_in_place_on_a_terminal(git_repo, monkeypatch):
+    """`status --watch` on a terminal: each drawing clears the screen and draws the status
+    under its header; Ctrl-C ends it with the last drawing's exit code and no error line."""
+    hide_pulumi(monkeypatch)
+    argv = ["status", "-s", "prod", "--watch", "--interval", "1"]
+    code, out = watched(argv, git_repo, drawings=2, terminal=True)
+    assert code == 0  # in sync, as the last drawing said
+    drawings = out.split("\x1b[H\x1b[2J")[1:]
+    assert len(drawings) >= 2
+    for drawing in drawings:
+        assert drawing.startswith("Every 1 s: dualstack status (Ctrl-C stops)  ")
+        assert "\n\nprod\n  weight        5% Ascend, 95% NVIDIA\n" in drawing
+    assert "error" not in out and "Traceback" not in out
+
+
+def test_status_watch_into_a_pipe_keeps_every_drawing(git_repo, monkeypatch):
+    hide_pulumi(monkeypatch)
+    set_config_values(git_repo, "prod", {"ascendWeight": 20})  # a pending step: exit 3
+    argv = ["status", "-s", "prod", "--watch", "--interval", "1"]
+    code, out = watched(argv, git_repo, drawings=2, terminal=False)
+    assert code == 3
+    assert "\x1b[" not in out  # no screen control into a log
+    assert out.count("Every 1 s: dualstack status (Ctrl-C stops)") >= 2
+    assert out.count("  next step     50% after the pending step: ") >= 2
+
+
+def test_status_watch_is_for_a_person(git_repo, capsys):
+    for extra, message in (
+        (["-o", "json"], "error: --watch redraws the text for a person: leave out -o json"),
+        (["--at", "1700000000"], "error: --watch follows the present: leave out --at\n"),
+    ):
+        assert main(["-C", str(git_repo), "status", "--watch", *extra]) == 2
+        assert capsys.readouterr().err.startswith(message)

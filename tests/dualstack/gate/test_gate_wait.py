@@ -23,6 +23,7 @@ from components.settings import PROJECT
 from dualstack.cli import main
 from tests.conftest import REPO
 from tests.support.prometheus_server import Series, constant, prometheus_over
+from tests.support.watching import watched
 
 IMAGE = "registry/inference-service:v1.2.3-npu"
 HEALTHY = {
@@ -157,3 +158,18 @@ def test_bad_wait_options_are_one_line(project, live, capsys, extra, message):
     assert gate(project, live[0], "live", *extra) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+def test_status_watch_shows_the_split_the_bake_and_the_gate_verdict(project, live):
+    """`status --watch --prometheus`: each drawing carries the rung, the observed split, the
+    bake and the gate's verdict now, for the healthy stack and the stale one."""
+    url = live[0]
+    argv = ["status", "-s", "live", "-s", "old", "--prometheus", url, "--watch", "--interval", "1"]
+    code, out = watched(argv, project, drawings=2, terminal=True)
+    assert code == 0
+    last = out.split("\x1b[H\x1b[2J")[-1]
+    assert "  split         PASS: observed 20.00% of requests on Ascend, expected 20.00%" in last
+    assert "  bake          PASS: held for the whole 1h with" in last
+    assert "  gate          PASSED (judged step 20% -> 50%)\n" in last
+    old = last.split("\nold\n", 1)[1]
+    assert "  gate          FAILED: requests NO_DATA, error-ratio NO_DATA" in old
