@@ -47,6 +47,11 @@ class PulumiCliError(RuntimeError):
     """The Pulumi CLI is missing, timed out or exited non-zero; the message says which."""
 
 
+class PulumiExitError(PulumiCliError):
+    """The Pulumi CLI answered, exiting non-zero (for `stack output NAME`: among others, a
+    stack that exports no output NAME)."""
+
+
 @dataclass(frozen=True)
 class Deployed:
     """The deployed Ascend weight (%), or None with `note` saying why it is unknown.
@@ -97,7 +102,7 @@ def run_pulumi(root: Path, *args: str, timeout: float = PULUMI_TIMEOUT_S) -> str
     stderr = universal_text(done.stderr, errors="replace")
     if done.returncode != 0:
         why = (stderr.strip() or stdout.strip() or "no output").splitlines()[-1]
-        raise PulumiCliError(f"{command} failed: {why}")
+        raise PulumiExitError(f"{command} failed: {why}")
     return stdout
 
 
@@ -139,20 +144,36 @@ def parse_weights(text: str, source: str) -> dict[str, int]:
 
 def _output(root: Path, stack: str, name: str, timeout: float) -> str:
     """`pulumi stack output NAME --json --stack STACK`'s text; StackOutputError when it fails."""
+    try:
+        return _answer(root, stack, name, timeout)
+    except PulumiExitError as exc:
+        raise _no_output(stack, name, exc) from None
+
+
+def _answer(root: Path, stack: str, name: str, timeout: float) -> str:
+    """`_output`, raising PulumiExitError when the CLI answered with a failure (a stack that
+    exports no output NAME among others) and StackOutputError for everything else (no CLI, a
+    timeout, too much output)."""
     command = f"`pulumi stack output {name} --stack {stack}`"
     try:
         return run_pulumi(
             root, "stack", "output", name, "--json", "--stack", stack, timeout=timeout
         )
+    except PulumiExitError:
+        raise
     except PulumiCliError as exc:
         if pulumi_cli() is None:
             raise StackOutputError(
                 "the Pulumi CLI (pulumi) is not on PATH; pass --previous-weight N instead"
             ) from None
-        message = str(exc).replace(f"`pulumi stack output {name}`", command)
-        if "failed:" in message:
-            message += " (a stack never deployed has no output: use --first-deploy)"
-        raise StackOutputError(message) from None
+        raise StackOutputError(str(exc).replace(f"`pulumi stack output {name}`", command)) from None
+
+
+def _no_output(stack: str, name: str, exc: PulumiExitError) -> StackOutputError:
+    """The StackOutputError of a `pulumi stack output NAME` that failed (`exc`)."""
+    command = f"`pulumi stack output {name} --stack {stack}`"
+    message = str(exc).replace(f"`pulumi stack output {name}`", command)
+    return StackOutputError(f"{message} (a stack never deployed has no output: use --first-deploy)")
 
 
 def read_deployed_weights(
@@ -178,19 +199,62 @@ def read_deployed_weight(root: Path, stack: str, timeout: float = PULUMI_TIMEOUT
     return parse_weight(stdout, f"`pulumi stack output {WEIGHT_OUTPUT} --stack {stack}`")
 
 
+def read_stack_weights(
+    root: Path, stack: str, services: bool, timeout: float = PULUMI_TIMEOUT_S
+) -> int | dict[str, int]:
+    """The deployed weights in the shape the deployed stack exports them (`exports` in
+    components/stack.py), whatever shape its stack file has now: a single-service stack's
+    `ascendWeight` as one number (`read_deployed_weight`), a declared fleet's `services` as
+    {service: weight} (`read_deployed_weights`).
+
+    `services` says which output to ask for first (the stack file's layout: True when it
+    declares `services`); when the CLI answers that one with a failure, the other is asked, so
+    a stack converted to a fleet of one (or back) and not deployed since is read as it was
+    deployed. A timeout or a missing CLI is not retried. Raises StackOutputError when neither
+    output can be read (the first one's failure: a stack never deployed has no output), or when
+    the one that answers is not weights (`parse_weight`, `parse_weights`).
+    """
+    first, other = (
+        (SERVICES_OUTPUT, WEIGHT_OUTPUT) if services else (WEIGHT_OUTPUT, SERVICES_OUTPUT)
+    )
+    try:
+        name, text = first, _answer(root, stack, first, timeout)
+    except PulumiExitError as exc:
+        try:
+            name, text = other, _answer(root, stack, other, timeout)
+        except PulumiExitError:
+            raise _no_output(stack, first, exc) from None
+    source = f"`pulumi stack output {name} --stack {stack}`"
+    if name == SERVICES_OUTPUT:
+        return parse_weights(text, source)
+    return parse_weight(text, source)
+
+
 def read_fleet_weights(
     root: Path, stack: str, fleet: Fleet, timeout: float = PULUMI_TIMEOUT_S
 ) -> dict[str, int]:
     """The deployed weights of the stack whose services are `fleet`, {service: weight in %}:
-    the one place the two output shapes (`exports` in components/stack.py) become one. A
-    declared fleet's `services` output (`read_deployed_weights`: a service missing from it was
-    never deployed), a single-service stack's `ascendWeight` as its one service's.
+    the one place the two output shapes (`exports` in components/stack.py) become one. The
+    stack is read as it was deployed (`read_stack_weights`): a `services` output as given (a
+    service missing from it was never deployed), a single-service stack's `ascendWeight` as its
+    one service's. A conversion between the two layouts not deployed yet (one service on each
+    side) keeps the one service, under `fleet`'s name (the rule of `Fleet.laid_out_as`).
 
-    Raises StackOutputError as `read_deployed_weight` does.
+    Raises StackOutputError as `read_stack_weights` does, and when a stack deployed as a single
+    service is read for a fleet of several (which of them it was is unknown).
     """
-    if fleet.declared:
-        return read_deployed_weights(root, stack, timeout)
-    return {fleet.first.name: read_deployed_weight(root, stack, timeout)}
+    deployed = read_stack_weights(root, stack, fleet.declared, timeout)
+    if isinstance(deployed, dict):
+        if len(deployed) == 1 and len(fleet) == 1 and not fleet.declared:
+            return {fleet.first.name: next(iter(deployed.values()))}
+        return deployed
+    if len(fleet) != 1:
+        raise StackOutputError(
+            f"`pulumi stack output --stack {stack}` holds one service's {WEIGHT_OUTPUT} "
+            f"({deployed}), not the {SERVICES_OUTPUT} output of {', '.join(fleet.names)}: "
+            "deploy the stack's services first"
+        )
+    return {fleet.first.name: deployed}
 
 
 def deployed_weight(root: Path, stack: str, timeout: float = PULUMI_TIMEOUT_S) -> Deployed:

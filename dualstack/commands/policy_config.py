@@ -19,7 +19,7 @@ from dualstack.offline.judge import JudgeRequest, base_of_tree, judge
 from dualstack.offline.judge_client import base_judge, resolve_base
 from dualstack.offline.policy_config import write_config
 from dualstack.offline.protocol import Weights
-from dualstack.pulumi_cli import read_deployed_weight, read_deployed_weights
+from dualstack.pulumi_cli import SERVICES_OUTPUT, WEIGHT_OUTPUT, read_stack_weights
 from dualstack.repo.stack_config import find_root, load_stack_config
 from dualstack.repo.stackfile import read_config
 
@@ -118,12 +118,15 @@ def _previous(args: argparse.Namespace, root: Path, fleet: bool) -> tuple[Weight
     edge where the deployed weight takes the protocol's shape (read by a base of any age):
     one number for a single-service stack (`--previous-weight N`, the `ascendWeight`
     output), a fleet's {service: weight} (the `services` output; one number is refused),
-    None for `--first-deploy`. The judge turns it into {service: weight}
+    None for `--first-deploy`. `--from-stack-output` gives the shape the stack was deployed
+    in (`read_stack_weights`), whatever layout the head has: a conversion to a fleet of one
+    (or back) sends what runs, and the base's judge maps it onto the head's service
+    (`one_service`). The judge turns it into {service: weight}
     (`dualstack.offline.judge.previous_weights`)."""
-    if args.from_stack_output and fleet:
-        return read_deployed_weights(root, args.stack), "pulumi stack output services"
     if args.from_stack_output:
-        return read_deployed_weight(root, args.stack), "pulumi stack output ascendWeight"
+        deployed = read_stack_weights(root, args.stack, fleet)
+        output = SERVICES_OUTPUT if isinstance(deployed, dict) else WEIGHT_OUTPUT
+        return deployed, f"pulumi stack output {output}"
     if args.first_deploy:
         return None, "first deploy"
     if fleet:
