@@ -40,10 +40,20 @@ def deployed_weights(
     ascendWeight`), a single-service stack's one service's; `services` is `--deployed-services`
     ({service: weight}, from `pulumi stack output services`), a fleet's. Give one of them.
 
-    Raises UsageError for one weight given for a fleet (or a map for a single-service stack),
-    StackFileError or SettingsError when the stack file does not validate.
+    A stack converted into a fleet of one (or back) and not deployed since exports the other
+    shape: one weight for the fleet of one, a map of one service for the single service (the
+    rule of `Fleet.laid_out_as`). None of its objects runs under the URN the stack file gives
+    it now (the layout names them), so nothing is lowered: {} (the full `up` replaces the
+    layout in one run, the new objects at the merged weight).
+
+    Raises UsageError for one weight given for a fleet of several (or a map of several for a
+    single-service stack), StackFileError or SettingsError when the stack file does not
+    validate.
     """
     fleet = load_fleet(read_config(root, stack))
+    one = services is None or len(services) == 1
+    if fleet.declared != (services is not None) and len(fleet) == 1 and one:
+        return {}
     if fleet.declared != (services is not None):
         given = "a map of service weights" if services is not None else "one weight"
         wanted = "--deployed-services" if fleet.declared else "--deployed-weight"

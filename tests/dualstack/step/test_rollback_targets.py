@@ -143,10 +143,37 @@ def test_one_weight_for_a_fleet_is_refused(git_repo: Path, capsys) -> None:
 
 def test_a_map_for_a_single_service_stack_is_refused(git_repo: Path, capsys) -> None:
     set_weight(git_repo, "prod", 20)
-    deployed = '{"inference": {"ascendWeight": 50}}'
+    deployed = '{"inference": {"ascendWeight": 50}, "chat": {"ascendWeight": 50}}'
     argv = ["ci", "rollback-targets", "--stack", "prod", "--deployed-services", deployed]
     assert main(["-C", str(git_repo), *argv]) == 2
     assert capsys.readouterr().err == (
         "error: stack prod holds one service, but a map of service weights was given: pass "
         "--deployed-weight\n"
     )
+
+
+def converted(repo: Path, layout: str) -> None:
+    """Write prod in the working tree as `layout` (a fixture stack file of the other layout)."""
+    (repo / "Pulumi.prod.yaml").write_text(layout, encoding="utf-8")
+
+
+def test_the_deploy_of_a_conversion_to_a_fleet_of_one_moves_nothing_first(git_repo, capsys):
+    """Deployed as one service (`--deployed-weight`), merged as a fleet of one: its objects
+    are new (the member's URNs), so the full `up` does the whole change, a decrease too."""
+    from tests.dualstack.offline.test_redteam_fleet_of_one import fleet_of_one
+
+    converted(git_repo, fleet_of_one(5, "chat"))
+    argv = ["-C", str(git_repo), "ci", "rollback-targets", "--stack", "prod"]
+    for deployed in ("5", "20"):
+        assert main([*argv, "--deployed-weight", deployed]) == 0
+        assert capsys.readouterr() == ("", "")
+
+
+def test_the_deploy_of_a_conversion_back_to_one_service_moves_nothing_first(git_repo, capsys):
+    from tests.dualstack.offline.test_redteam_fleet_of_one import single
+
+    converted(git_repo, single(5))
+    argv = ["-C", str(git_repo), "ci", "rollback-targets", "--stack", "prod"]
+    deployed = '{"chat": {"ascendWeight": 20}}'
+    assert main([*argv, "--deployed-services", deployed]) == 0
+    assert capsys.readouterr() == ("", "")
