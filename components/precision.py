@@ -125,16 +125,23 @@ def push_labels(settings: Settings) -> tuple[str, ...]:
 def check_options(settings: Settings) -> checker.Options:
     """What the Job checks: both direct Services, the stack's check settings and images."""
     check = settings.precision_check
-    return checker.Options(
-        nvidia=backend_url(settings, "nvidia"),
-        ascend=backend_url(settings, "ascend"),
-        prompts=f"{MOUNT}/{PROMPTS_KEY}",
-        nvidia_image=settings.nvidia.image,
-        ascend_image=settings.ascend.image,
-        pushgateway=check.pushgateway_url,
-        push_labels=push_labels(settings) if check.pushgateway_url else (),
-        **check.check_fields(),
-    )
+    # The backends' hosts are cluster-local names: off the cluster they do not resolve, and
+    # asking a resolver for each (two per service, seconds when it is slow) made the render
+    # wait on the network. Compared as text here; the Job's run compares their addresses.
+    unresolved = checker.servers.RESOLVE.set(False)
+    try:
+        return checker.Options(
+            nvidia=backend_url(settings, "nvidia"),
+            ascend=backend_url(settings, "ascend"),
+            prompts=f"{MOUNT}/{PROMPTS_KEY}",
+            nvidia_image=settings.nvidia.image,
+            ascend_image=settings.ascend.image,
+            pushgateway=check.pushgateway_url,
+            push_labels=push_labels(settings) if check.pushgateway_url else (),
+            **check.check_fields(),
+        )
+    finally:
+        checker.servers.RESOLVE.reset(unresolved)
 
 
 def names(settings: Settings) -> dict[str, str]:

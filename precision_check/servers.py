@@ -9,6 +9,7 @@ resolver reads `127.1`, `0x7f000001`, `2130706433` and `127.000.000.001` as 127.
 
 from __future__ import annotations
 
+import contextvars
 import ipaddress
 import posixpath
 import socket
@@ -18,6 +19,12 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 LOCAL = "127.0.0.1"
 """How every address of the local host is shown: loopback (127.0.0.0/8, ::1) and
 unspecified (0.0.0.0, ::) alike."""
+
+
+RESOLVE: contextvars.ContextVar[bool] = contextvars.ContextVar("resolve", default=True)
+"""Whether `addresses` asks the resolver. Set False only where the hosts can only be compared
+as text: a stack's render, whose cluster-local Service names resolve in the cluster alone (the
+Job's own run, in the cluster, compares them again)."""
 
 
 def _address(text: str) -> str:
@@ -30,7 +37,9 @@ def _address(text: str) -> str:
 
 def addresses(host: str, port: int) -> frozenset[str]:
     """The addresses `host` resolves to (see `_address`); `{host}` lower-cased when it does
-    not resolve (the request will then fail on its own)."""
+    not resolve (the request will then fail on its own), or when `RESOLVE` is off."""
+    if not RESOLVE.get():
+        return frozenset({host.lower().rstrip(".")})
     try:
         found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError, ValueError):

@@ -486,3 +486,27 @@ def _load(path: Path) -> BaseException | object:
         return checker.load_prompts(path)
     except BaseException as exc:  # the test reports whatever escaped
         return exc
+
+
+def test_unresolved_servers_are_compared_as_text_without_a_resolver(monkeypatch):
+    """`servers.RESOLVE` off (a stack's render: cluster-local names): no lookup at all, the
+    same host text is still the same server, and every other check still runs."""
+
+    def no_resolver(*args, **kwargs):
+        raise AssertionError(f"getaddrinfo{args}")
+
+    monkeypatch.setattr(checker.servers.socket, "getaddrinfo", no_resolver)
+    token = checker.servers.RESOLVE.set(False)
+    try:
+        options = checker.Options(
+            nvidia="http://svc-nvidia.ns:8000", ascend="http://svc-ascend.ns:8000"
+        )
+        assert options.ascend == "http://svc-ascend.ns:8000"
+        with pytest.raises(checker.CheckError, match="are the same server"):
+            checker.Options(nvidia="http://svc.ns:8000", ascend="http://SVC.ns.:8000/v1")
+        with pytest.raises(checker.CheckError, match="--top-k 0"):
+            checker.Options(nvidia="http://a.ns:8000", ascend="http://b.ns:8000", top_k=0)
+    finally:
+        checker.servers.RESOLVE.reset(token)
+    with pytest.raises(AssertionError, match="getaddrinfo"):  # on again: the resolver is asked
+        checker.Options(nvidia="http://svc-nvidia.ns:8000", ascend="http://svc-ascend.ns:8000")

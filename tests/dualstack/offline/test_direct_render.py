@@ -129,6 +129,19 @@ def test_every_registration_has_a_parent_in_the_tree() -> None:
     assert {r.parent for r in run_program(fleet_config(), "fleet") if r.custom} <= components
 
 
+def test_the_render_asks_no_resolver(monkeypatch) -> None:
+    """The precision Job's backend URLs are cluster-local names: the render compares them as
+    text and never waits on DNS (it once asked twice per service)."""
+    import socket
+
+    def no_resolver(*args, **kwargs):
+        raise AssertionError(f"getaddrinfo{args}")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_resolver)
+    objects = program_objects(fleet_config(), "fleet")
+    assert len([o for o in objects if o["kind"] == "Job"]) == 3
+
+
 def test_a_config_the_program_refuses_is_refused_alike() -> None:
     config = cfg(ascendWeight="101")
     with pytest.raises(RenderError) as mocked:
