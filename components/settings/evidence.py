@@ -7,9 +7,9 @@ never from the change under review, and lets an Ascend image serve traffic only 
 served is in that history, so rolling back to an earlier verified pair is always allowed.
 
 `verifiedAscendImage` (one Ascend image, no NVIDIA image) is the older form of the same record;
-it still counts, as an entry that names no NVIDIA image (`verified_facts`): `pair_verified`
-(this stack's own record, the preview's lines) takes it with any NVIDIA image, the policy pack
-only with the deployed one (`policies/supply_chain.py`).
+it still counts, as an entry that names no NVIDIA image (`verified_facts`), with the NVIDIA
+image the record's stack serves only: the policy pack's rule (`policies/supply_chain.py`, the
+deployed image), which `pair_verified` (this stack's own record, the preview's lines) follows.
 """
 
 from __future__ import annotations
@@ -47,13 +47,18 @@ def verified_facts(
     return facts
 
 
-def pair_verified(facts: list[dict[str, str]], nvidia: str, ascend: str) -> bool:
-    """True when `facts` record the images `nvidia` + `ascend` as verified. `facts` are policy
-    config `verifiedImages` entries (`verified_facts`): `{"nvidia": ..., "ascend": ...}` for a
-    pair of `verifiedImages`, `{"ascend": ...}` alone for the older `verifiedAscendImage`. A
-    pair matches when both its images are these; an entry without `nvidia` when its Ascend
-    image is `ascend`, whatever `nvidia` is. (The pack is stricter with such an entry: it
-    accepts it only with the deployed NVIDIA image, `policies/supply_chain.py`.)"""
+def pair_verified(
+    facts: list[dict[str, str]], nvidia: str, ascend: str, deployed_nvidia: str | None
+) -> bool:
+    """True when `facts` record the images `nvidia` + `ascend` as verified, as the policy pack
+    reads them (`policies/supply_chain.py`). `facts` are policy config `verifiedImages`
+    entries (`verified_facts`): `{"nvidia": ..., "ascend": ...}` for a pair of
+    `verifiedImages`, `{"ascend": ...}` alone for the older `verifiedAscendImage`. A pair
+    matches when both its images are these; an entry without `nvidia` when its Ascend image is
+    `ascend` and `nvidia` is `deployed_nvidia`, the NVIDIA image the record's stack serves (the
+    base's, the pack's `previousImages.nvidia`; None, unknown: never)."""
     return any(
-        fact.get("ascend") == ascend and fact.get("nvidia") in (None, nvidia) for fact in facts
+        fact.get("ascend") == ascend
+        and nvidia == (deployed_nvidia if fact.get("nvidia") is None else fact["nvidia"])
+        for fact in facts
     )

@@ -489,5 +489,7 @@ class Settings(ConfigModel):
     @property
     def ascend_image_verified(self) -> bool:
         """True when this config records the served image pair as precision-verified (its own
-        record: the judge uses the BASE's, see `dualstack.offline.judge`)."""
-        return pair_verified(self.verified_facts, self.nvidia.image, self.ascend.image)
+        record, whose older `verifiedAscendImage` names the NVIDIA image served here: the judge
+        uses the BASE's, see `dualstack.offline.judge`)."""
+        nvidia = self.nvidia.image
+        return pair_verified(self.verified_facts, nvidia, self.ascend.image, nvidia)

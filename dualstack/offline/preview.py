@@ -334,7 +334,8 @@ def image_line(preview: Preview | ServiceView) -> str:
     settings = view.settings
     image = settings.ascend.image
     verified = view.base.verified if view.base else []
-    if pair_verified(verified, settings.nvidia.image, image):
+    deployed = view.base.images.get("nvidia") if view.base else None
+    if pair_verified(verified, settings.nvidia.image, image, deployed):
         return f"Ascend image: {image} (precision-verified at the base)"
     return f"Ascend image: {image} (NOT verified at the base)"
 

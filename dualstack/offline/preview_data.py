@@ -44,7 +44,12 @@ def service_data(view: ServiceView) -> dict[str, Any]:
             for hw in HARDWARE
         },
         "ascendImage": head.ascend.image,
-        "ascendImageVerified": pair_verified(verified, head.nvidia.image, head.ascend.image),
+        "ascendImageVerified": pair_verified(
+            verified,
+            head.nvidia.image,
+            head.ascend.image,
+            base.images.get("nvidia") if base is not None else None,
+        ),
     }
 
 
