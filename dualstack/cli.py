@@ -187,6 +187,7 @@ def expected_errors() -> tuple[type[BaseException], ...]:
     from dualstack.repo.git import GitError
     from dualstack.repo.lock import RepoLockError
     from dualstack.repo.stackfile import StackFileError
+    from dualstack.step.open_pr import OpenPrError
 
     return (
         SettingsError,
@@ -200,6 +201,7 @@ def expected_errors() -> tuple[type[BaseException], ...]:
         StackOutputError,
         PulumiCliError,
         JudgeError,
+        OpenPrError,
         OSError,
     )
 

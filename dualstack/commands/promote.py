@@ -50,6 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "dualstack promote --stack staging --prometheus http://127.0.0.1:9090 --commit",
             'dualstack promote --stack prod --skip-gate --reason "gate data lost in the outage"',
             "dualstack promote --stack fleet --service chat --body-file pr.md --commit",
+            "dualstack promote --stack staging --open-pr  # commit, push, open the PR (gh)",
         ),
         description="Check the promotion gate (unless --skip-gate --reason), set ascendWeight "
         "(a fleet member's services.<name>.ascendWeight, --service) to the next ladder step "
@@ -235,6 +236,8 @@ def _promote(
     envelope = [c.describe() for c in preview.envelope]
     body = promotion_body(change, gate_markdown, reason, format_preview(preview), envelope)
     commit = None if plan is None else (plan, branch, original)
-    result["commit"] = publish(args, root, commit, title, body, [_commit_note(report, reason)])
-    result.update(result="promoted", pr={"title": title, "body": body})
+    result["commit"], opened = publish(
+        args, root, commit, title, body, [_commit_note(report, reason)]
+    )
+    result.update(result="promoted", pr={"title": title, "body": body, **opened})
     return 0

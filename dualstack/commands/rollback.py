@@ -54,7 +54,7 @@ from dualstack.step.pr_text import (
     rollback_body,
     rollback_title,
 )
-from dualstack.step.publish import CommitPlan, choose_branch, commit_workspace
+from dualstack.step.publish import CommitPlan, choose_branch, commit_workspace, local_branch
 from dualstack.step.traffic_first import (
     Applied,
     StackRollback,
@@ -382,8 +382,8 @@ def _rollback(args: argparse.Namespace, root: Path, plan: CommitPlan | None, res
     envelope = [c.describe() for c in preview.envelope] if preview is not None else None
     title, body, notes = moves.pr_text(changes, preview_text, how, envelope)
     result.update(result="rolled-back", apply=how, carriedViolations=carried)
-    result["commit"] = publish(args, root, commit, title, body, notes)
-    result["pr"] = {"title": title, "body": body}
+    result["commit"], opened = publish(args, root, commit, title, body, notes)
+    result["pr"] = {"title": title, "body": body, **opened}
     return 0
 
 
@@ -497,7 +497,7 @@ def _emergency(args: argparse.Namespace, root: Path, result: dict) -> int:
         if done.stopped.outcome == "cancelled":
             entry["pendingOperations"] = pending_operations(root, done.stack)
             _print_pending(done.stack, entry["pendingOperations"])
-    if sha is not None:
+    if sha is not None and not args.open_pr:
         print(
             "Push it and open the PR now (a deploy of the default branch restores the old "
             f"weight until it merges):\n  git push -u origin {branch}"
@@ -510,9 +510,31 @@ def _emergency(args: argparse.Namespace, root: Path, result: dict) -> int:
         next(e for e in result["stacks"] if e["stack"] == done.stack)["breakGlass"] = lines
     if changed:
         result["pr"] = _print_pr_text(args, root, changed, applied, base)
-    code = EXIT_ERROR if failed or (changed and sha is None) else 0
+    unopened = False
+    if sha is not None and args.open_pr:
+        unopened = not _open_emergency_pr(root, branch, base, result["pr"])
+    code = EXIT_ERROR if failed or (changed and sha is None) or unopened else 0
     result["result"] = "failed" if code else "applied"
     return code
+
+
+def _open_emergency_pr(root: Path, branch: str, base: str, pr: dict) -> bool:
+    """--open-pr after the emergency commit: push it and open its pull request (`pr`: its
+    title and body, gaining `url` and `via`). False, after an `error:` line saying what to do,
+    when that failed: the traffic and the commit stand."""
+    from dualstack.step.open_pr import OpenPrError, open_pr
+
+    try:
+        opened = open_pr(root, branch, local_branch(root, base), pr["title"], pr["body"])
+    except OpenPrError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return False
+    pr.update(url=opened.url, via=opened.via)
+    print(
+        f"Pushed {branch} and opened the pull request ({opened.via}): {opened.url}; merge it "
+        "now (a deploy of the default branch restores the old weight until it merges)"
+    )
+    return True
 
 
 def _emergency_start(

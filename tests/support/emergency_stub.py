@@ -14,7 +14,8 @@ something (checkout -b, commit, push) and then runs the real git. `pulumi` is st
 - `UP_RC_<stack>`: the exit code of `up` (default 0).
 `up` logs the `ascendWeight` the stack file holds when it runs (`"weight=N"` appended; a
 fleet's every service's, `"weight=N,M,..."` in file order), which is what the real CLI would
-apply. `gh run list` prints `$GH_RUNS`; `curl` prints `$CURL_OUT`.
+apply. `gh run list` prints `$GH_RUNS`, `gh pr create` `$GH_PR_URL` (default a github.com pull
+request URL); `curl` prints `$CURL_OUT`.
 
 The stack files are this module's own fixtures (`FIXTURE_STACKS`), never the committed ones.
 """
@@ -124,6 +125,8 @@ GH = """
 log("gh")
 if argv[:2] == ["run", "list"]:
     print(os.environ.get("GH_RUNS", ""))
+if argv[:2] == ["pr", "create"]:
+    print(os.environ.get("GH_PR_URL", "https://github.com/acme/gitops/pull/1"))
 """
 
 CURL = """

@@ -167,6 +167,34 @@ def test_a_failed_up_json_is_failed_with_the_break_glass(repo: Path, monkeypatch
     assert any("kubectl -n inference patch" in line for line in stack["breakGlass"])
 
 
+def test_emergency_open_pr_pushes_and_opens_it_after_the_traffic(repo: Path, capsys) -> None:
+    assert rollback(repo, "--emergency", "--stack", "prod", "--open-pr", "-o", "json") == 0
+    doc, err = emergency_document(capsys)
+    steps = [(c[0], c[1]) for c in log_of(repo) if c[0] in ("pulumi", "git", "gh")]
+    assert steps == [
+        ("pulumi", "cancel"),
+        ("pulumi", "up"),
+        ("git", "checkout"),
+        ("git", "commit"),
+        ("git", "push"),
+        ("gh", "pr"),
+    ]
+    (create,) = [c for c in log_of(repo) if c[0] == "gh"]
+    assert create[1:8] == [
+        "pr",
+        "create",
+        "--base",
+        "main",
+        "--head",
+        "dualstack/prod-rollback-0",
+        "--title",
+    ]
+    assert doc["pr"]["url"] == "https://github.com/acme/gitops/pull/1"
+    assert "Pushed dualstack/prod-rollback-0 and opened the pull request (gh pr create)" in err
+    assert "git push -u origin" not in err  # nothing left to do by hand
+    assert git(repo, "ls-remote", "--heads", "origin", "dualstack/prod-rollback-0").strip()
+
+
 def test_a_refused_emergency_prints_no_document(repo: Path, monkeypatch, capsys) -> None:
     hide_pulumi(monkeypatch)
     assert rollback(repo, "--emergency", "--stack", "prod", "-o", "json") == 2
