@@ -7,7 +7,9 @@ against the real Prometheus the test passes as the pipeline's PROMETHEUS_URL). `
 base-checkout venv` installs the BASE's `dualstack` as `base-checkout/.venv/bin/dualstack`,
 which logs as `judge` (with the commit its checkout is at) and runs the real CLI with the
 checkout first on PYTHONPATH. Behaviour is steered by environment variables:
-- `DEPLOYED_<stack>`: the deployed ascendWeight (`pulumi stack output`); unset = first deploy.
+- `DEPLOYED_<stack>`: the deployed ascendWeight (`pulumi stack output ascendWeight`);
+  `DEPLOYED_SERVICES_<stack>` a fleet's `services` output (JSON); an output unset is not
+  exported (the real CLI's error); both unset = first deploy.
 - `DEPLOYED_COMMIT_<stack>`: the stack tag `dualstack:deployed-commit`; unset = no tag yet.
 - `PULUMI_PREVIEW_RC_<stack>`, `UP_RC_<stack>`: exit codes.
 - `REVIEW_DECISION`: what `gh pr view --json reviewDecision` answers (e.g. APPROVED), at the
@@ -52,10 +54,12 @@ PULUMI = """
 log("pulumi")
 stack = opt("--stack")
 if argv[:2] == ["stack", "output"]:
-    weight = os.environ.get(f"DEPLOYED_{stack}")
-    if weight is None:
-        sys.exit("error: current stack does not have output property 'ascendWeight'")
-    print(weight)
+    name = argv[2]
+    variable = f"DEPLOYED_SERVICES_{stack}" if name == "services" else f"DEPLOYED_{stack}"
+    answer = os.environ.get(variable)
+    if answer is None or name not in ("ascendWeight", "services"):
+        sys.exit(f"error: current stack does not have output property '{name}'")
+    print(answer)
     sys.exit(0)
 if argv[:3] == ["stack", "tag", "get"]:
     commit = os.environ.get(f"DEPLOYED_COMMIT_{stack}")

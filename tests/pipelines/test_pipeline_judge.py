@@ -15,6 +15,7 @@ import pytest
 
 from dualstack.repo.stackfile import set_config_values
 from tests.conftest import git
+from tests.dualstack.offline.test_redteam_fleet_of_one import fleet_of_one, single
 from tests.pipelines.pipeline_harness import gitops_world
 from tests.pipelines.pipeline_stubs import calls
 from tests.pipelines.test_pipeline_runs import (
@@ -129,3 +130,39 @@ def test_deploy_takes_the_approval_of_the_merged_change(
     configs = [argv for argv in calls(gitops["log"], ("judge",)) if "policy-config" in argv]
     assert configs and all(("--owner-approved" in argv) is approved for argv in configs)
     assert judge_commits(gitops["log"]) == {before}
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("back", [False, True], ids=["to a fleet of one", "back to one service"])
+def test_an_approved_fleet_of_one_conversion_deploys(platform: str, back: bool, gitops) -> None:
+    """Merged approved at the same weight, the stack still deployed in the old layout (it
+    exports `ascendWeight`, or a fleet's `services`): the deploy reads that shape, judges it as
+    the same service and runs the full `up` (issue 28)."""
+    repo = gitops["repo"]
+    prod = repo / "Pulumi.prod.yaml"
+    before_text, after_text = (fleet_of_one(5), single(5)) if back else (single(5), fleet_of_one(5))
+    prod.write_text(before_text, encoding="utf-8")
+    git(repo, "commit", "-qam", "prod as deployed")
+    before = git(repo, "rev-parse", "HEAD").strip()
+    prod.write_text(after_text, encoding="utf-8")
+    git(repo, "commit", "-qam", "merged: prod converted")
+    merged = git(repo, "rev-parse", "HEAD").strip()
+    services = '{"inference-service": {"ascendWeight": 5}}'
+    env = {"DEPLOYED_SERVICES_prod": services} if back else {"DEPLOYED_prod": "5"}
+    with gitlab_approvals(Approvals(approved={"7": True}, merged_by={merged: "7"})) as state:
+        if platform == "github":
+            env |= {"MERGED_PR": "7", "REVIEW_DECISION": "APPROVED"}
+            env |= {"GITHUB_SHA": merged, "GITHUB_REPOSITORY": "org/gitops"}
+            _, results = run_up_github(gitops, before, TOKEN, **env)
+        else:
+            env |= {
+                "CI_API_V4_URL": state.url,
+                "CI_PROJECT_ID": PROJECT,
+                "GITLAB_API_TOKEN": GITLAB_TOKEN,
+                "CI_COMMIT_SHA": merged,
+            }
+            results = run_up_gitlab(gitops, before, TOKEN, **env)
+    assert ("prod", True) in results
+    ups = [argv for argv in calls(gitops["log"], ("pulumi",)) if argv[1] == "up"]
+    assert [argv[:5] for argv in ups] == [["pulumi", "up", "--yes", "--stack", "prod"]]
+    assert "--target" not in ups[0]  # nothing moved first: the full up does the conversion
