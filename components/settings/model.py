@@ -28,6 +28,7 @@ from components.settings.base import (
     label_map,
 )
 from components.settings.evidence import VerifiedPair, pair_verified, verified_facts
+from components.settings.gate import GateSettings
 from components.settings.images import pinned_image
 from components.settings.monitoring import MonitoringSettings
 from components.settings.names import direct_service_name
@@ -384,6 +385,7 @@ class Settings(ConfigModel):
         "precision check passed, oldest first (written by `dualstack verify-precision`).",
     )
     slo: SloSettings = Field(default_factory=SloSettings)
+    gate: GateSettings = Field(default_factory=GateSettings)
     monitoring: MonitoringSettings = Field(default_factory=MonitoringSettings)
     precision_check: PrecisionCheckSettings = Field(default_factory=PrecisionCheckSettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)

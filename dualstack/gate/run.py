@@ -19,6 +19,7 @@ from dualstack.gate.prometheus import PrometheusClient
 from dualstack.gate.promotion import evaluate_promotion
 from dualstack.gate.report import format_markdown, format_table
 from dualstack.gate.trend import fetch_trend
+from dualstack.gate.webhooks import webhook_criteria
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,8 @@ def run_gate(
 ) -> GateRun:
     """Evaluate the gate for `stack` with `setup`; prints the table, and progress on stderr
     when wanted. A NO_DATA criterion without series names the series it asked
-    (`dualstack.gate.hints`). With `markdown` (or `setup.markdown`) also renders the Markdown
+    (`dualstack.gate.hints`); each of `gate.webhooks` is called and is a criterion
+    (`dualstack.gate.webhooks`). With `markdown` (or `setup.markdown`) also renders the Markdown
     with the window's charts. `step` (from, to) in %: the step to judge (promote's); default:
     from the recorded rung.
 
@@ -69,7 +71,9 @@ def run_gate(
     finally:
         if progress is not None:
             progress.close()
-    report = replace(report, criteria=[with_selectors(c, settings) for c in report.criteria])
+    criteria = [with_selectors(c, settings) for c in report.criteria]
+    criteria += webhook_criteria(settings, stack, report.step)
+    report = replace(report, criteria=criteria)
     sys.stdout.write(format_table(report))
     if not (markdown or setup.markdown):
         return GateRun(report)
