@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from components import ladder as rungs
 from components.settings import PROJECT, load_fleet
@@ -113,7 +114,7 @@ def output_format(value: str) -> str:
     )
 
 
-def _previous(args: argparse.Namespace, root: Path, fleet: bool) -> tuple[Weights, str]:
+def _previous(args: argparse.Namespace, root: Path, fleet: int) -> tuple[Weights, str]:
     """The judge request's `previousWeight` as the flags give it, and where it came from: the
     edge where the deployed weight takes the protocol's shape (read by a base of any age):
     one number for a single-service stack (`--previous-weight N`, the `ascendWeight`
@@ -121,21 +122,35 @@ def _previous(args: argparse.Namespace, root: Path, fleet: bool) -> tuple[Weight
     None for `--first-deploy`. `--from-stack-output` gives the shape the stack was deployed
     in (`read_stack_weights`), whatever layout the head has: a conversion to a fleet of one
     (or back) sends what runs, and the base's judge maps it onto the head's service
-    (`one_service`). The judge turns it into {service: weight}
+    (`one_service`). `fleet` is the number of services the head declares (0: none); one
+    number is refused for several, but not for a fleet of one: a stack converted into it still
+    exports one weight, which the base's judge maps onto its member (and refuses when the base
+    declares `services` too, `wire_previous`). The judge turns it into {service: weight}
     (`dualstack.offline.judge.previous_weights`)."""
     if args.from_stack_output:
-        deployed = read_stack_weights(root, args.stack, fleet)
+        deployed = read_stack_weights(root, args.stack, fleet > 0)
         output = SERVICES_OUTPUT if isinstance(deployed, dict) else WEIGHT_OUTPUT
         return deployed, f"pulumi stack output {output}"
     if args.first_deploy:
         return None, "first deploy"
-    if fleet:
+    if fleet > 1:
         raise UsageError(
             f"--previous-weight {args.previous_weight}: stack {args.stack} holds several "
             "services, each with its own deployed weight; use --from-stack-output (or "
             "--first-deploy)"
         )
     return args.previous_weight, "--previous-weight"
+
+
+def _declared(config: Mapping[str, Any]) -> int:
+    """How many services the stack file `config` declares: 0 without `services`, else its
+    members' count (2, several, for an empty one or a value that is not a mapping: never
+    taken for one)."""
+    key = f"{PROJECT}:services"
+    if key not in config:
+        return 0
+    services = config[key]
+    return len(services) if isinstance(services, Mapping) and services else 2
 
 
 def _check_previous(args: argparse.Namespace, ladder: Sequence[int]) -> None:
@@ -157,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         head_config = load_stack_config(root, args.stack)
         _check_previous(args, load_fleet(head_config).first.ladder)  # a bad head: exit 2 now
-    previous, origin = _previous(args, root, f"{PROJECT}:services" in head_config)
+    previous, origin = _previous(args, root, _declared(head_config))
     head = head_root if args.head is not None else root
     request = JudgeRequest(args.stack, head, head_config, None, args.owner_approved, previous)
     if args.head is not None:

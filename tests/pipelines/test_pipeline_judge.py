@@ -166,3 +166,18 @@ def test_an_approved_fleet_of_one_conversion_deploys(platform: str, back: bool, 
     ups = [argv for argv in calls(gitops["log"], ("pulumi",)) if argv[1] == "up"]
     assert [argv[:5] for argv in ups] == [["pulumi", "up", "--yes", "--stack", "prod"]]
     assert "--target" not in ups[0]  # nothing moved first: the full up does the conversion
+
+
+@pytest.mark.parametrize("platform", PR_PLATFORMS)
+def test_an_approved_fleet_of_one_conversion_passes_the_pr_check(platform: str, gitops) -> None:
+    """With credentials the judge previews online from the deployed weight: the stack still
+    exports one service's `ascendWeight` (issue 28)."""
+    repo = gitops["repo"]
+    (repo / "Pulumi.prod.yaml").write_text(fleet_of_one(5), encoding="utf-8")
+    pr(repo, "prod as a fleet of one")
+    gitops["gitlab_approved"] = True
+    passed, report, _ = run_pr(
+        platform, gitops, TOKEN, DEPLOYED_prod="5", REVIEW_DECISION="APPROVED"
+    )
+    assert passed, report
+    assert "could not be built" not in report

@@ -221,3 +221,30 @@ def test_read_fleet_weights_refuses_one_weight_for_several_services(tmp_path, mo
     deployed(monkeypatch, SINGLE_DEPLOYED)
     with pytest.raises(StackOutputError, match="one service's ascendWeight \\(5\\), not the"):
         read_fleet_weights(repo, "prod", fleet_of(repo))
+
+
+# --- --previous-weight N: the PR judge's online preview passes the deployed number ---------
+
+
+def by_hand(repo: Path, capsys, weight: str) -> tuple[int, dict, str]:
+    out = repo.parent / "policy-config.json"
+    argv = ["-C", str(repo), "policy-config", "--stack", "prod", "--previous-weight", weight]
+    code = main([*argv, "--base", "main", "--owner-approved", "--output", str(out)])
+    config = json.loads(out.read_text()) if out.exists() else {}
+    return code, config, capsys.readouterr().err
+
+
+def test_one_previous_weight_is_the_deployed_single_service_of_a_fleet_of_one(tmp_path, capsys):
+    repo = merged(tmp_path, single(20), fleet_of_one(20, "chat"))
+    code, config, err = by_hand(repo, capsys, "20")
+    assert code == 0, err
+    assert config["no-unsafe-weight-jump"]["services"]["chat"]["previousWeight"] == 20
+
+
+def test_one_previous_weight_for_a_fleet_of_one_at_the_base_too_is_refused(tmp_path, capsys):
+    """The base declares the member as well: one number says nothing of it (the base's judge
+    refuses it, `wire_previous`)."""
+    repo = merged(tmp_path, fleet_of_one(5, "chat"), fleet_of_one(5, "chat"))
+    code, config, err = by_hand(repo, capsys, "5")
+    assert (code, config) == (2, {})
+    assert "previousWeight 5 is one number, but the stack holds the services chat" in err
