@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dualstack.commands import rollback
+from dualstack.commands import rollback_policy
 from dualstack.offline.policy_run import PolicyResult
 from dualstack.repo.stackfile import set_config_values
 from tests.conftest import git
@@ -66,14 +66,14 @@ def test_a_step_that_breaks_a_mandatory_policy_is_undone(git_repo, capsys):
 
 def test_a_rollback_that_would_break_a_policy_is_undone(git_repo, monkeypatch, capsys):
     # No policy of the pack fails on a lower weight; a hypothetical one that does must block.
-    real = rollback.check_policies
+    real = rollback_policy.check_policies
     cold = PolicyResult("keep-ascend-warm", "mandatory", "violation", "too cold")
 
     def strict(head, previous_weight, stack, base=None, base_objects=None):
         extra = [cold] if head.settings.ascend_weight == 0 else []
         return [*real(head, previous_weight, stack, base, base_objects), *extra]
 
-    monkeypatch.setattr(rollback, "check_policies", strict)
+    monkeypatch.setattr(rollback_policy, "check_policies", strict)
     before = stack_bytes(git_repo)
     assert dualstack(git_repo, "rollback", "--stack", "prod") == 1
     captured = capsys.readouterr()
@@ -86,9 +86,9 @@ def test_a_rollback_that_would_break_a_policy_is_undone(git_repo, monkeypatch, c
 
 
 def test_a_violation_the_stack_already_had_does_not_block_a_rollback(git_repo, monkeypatch, capsys):
-    real = rollback.check_policies
+    real = rollback_policy.check_policies
     cold = PolicyResult("keep-ascend-warm", "mandatory", "violation", "too cold")
-    monkeypatch.setattr(rollback, "check_policies", lambda *args: [*real(*args), cold])
+    monkeypatch.setattr(rollback_policy, "check_policies", lambda *args: [*real(*args), cold])
     assert dualstack(git_repo, "rollback", "--stack", "prod") == 0
     assert "Note: 1 mandatory policy violation(s) were already there before the rollback" in (
         capsys.readouterr().out
