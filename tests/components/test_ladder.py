@@ -58,4 +58,6 @@ def test_a_rollback_goes_to_a_rung_at_or_below_the_weight() -> None:
     )
     # None: the rung alone (rollback --all keeps a service already below `to`)
     assert ladder.rollback_problem(LADDER, None, 80) is None
-    assert ladder.rollback_problem(LADDER, None, 7) is not None
+    assert ladder.rollback_problem(LADDER, None, 7) == (
+        "not a ladder step; allowed: 0, 5, 20, 50, 80, 100"  # no owner named unless given
+    )
