@@ -9,6 +9,9 @@ it is left out.
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -81,6 +84,41 @@ def test_every_test_file_of_a_mutated_module_is_in_mutmuts_selection_or_left_out
 def test_every_file_left_out_still_imports_a_mutated_module():
     stale = sorted(set(LEFT_OUT) - set(files_outside_the_selection()))
     assert stale == [], f"remove from LEFT_OUT (in the selection now, or gone): {stale}"
+
+
+TWO_SESSIONS = """
+import json, sys, pytest
+ids = []
+class Ids:
+    def pytest_collection_modifyitems(self, items):
+        ids.append(sorted(item.nodeid for item in items))
+for _ in range(2):
+    args = ["-qqq", "--collect-only", "-p", "no:cacheprovider", *sys.argv[1:]]
+    pytest.main(args, plugins=[Ids()])
+print(json.dumps(sorted(set(ids[0]) - set(ids[1]))))
+"""
+"""Collect the tests named on the command line twice in one process, as mutmut's fork server
+does; print the ids of the first session the second does not have."""
+
+
+def test_every_selected_test_keeps_its_id_in_a_second_session():
+    """mutmut's fork server collects the selection once (its warm-up), then runs each mutant's
+    tests by id in a second pytest session of the same process. pytest escapes an id's
+    backslashes and non-ASCII characters once more per session over the same parameters
+    (`'\\xb2'` becomes `'\\\\xb2'`), so such an id is not found in the second one: a usage
+    error (pytest exit 4) that mutmut records as exit 255, a timeout, for every mutant those
+    tests cover, whatever they would say. Ids are ASCII without a backslash
+    (`tests/support/param_ids.py`)."""
+    config = mutmut_config()
+    done = subprocess.run(
+        [sys.executable, "-c", TWO_SESSIONS, *config["pytest_add_cli_args_test_selection"]],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    lost = json.loads(done.stdout.splitlines()[-1])
+    assert lost == [], f"ids that change in a second session: {lost[:10]}"
 
 
 def test_the_guard_sees_a_new_test_file_of_a_mutated_module():

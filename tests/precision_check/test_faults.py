@@ -29,6 +29,7 @@ from tests.support.fault_servers import (
     huge,
     silent,
 )
+from tests.support.param_ids import plain
 
 CLOSED = ("--nvidia", "http://127.0.0.1:9", "--ascend", "http://127.0.0.1:10")
 ONE = {"id": "p1", "prompt": "Say one word."}
@@ -119,7 +120,7 @@ BAD_AMOUNTS = (
 )
 
 
-@pytest.mark.parametrize("value", BAD_COUNTS, ids=repr)
+@pytest.mark.parametrize("value", BAD_COUNTS, ids=plain)
 @pytest.mark.parametrize("name", COUNT_FLAGS)
 def test_wrong_acceptance_count_flag(capsys, name, value):
     with pytest.raises(SystemExit) as exit_:
@@ -129,7 +130,7 @@ def test_wrong_acceptance_count_flag(capsys, name, value):
     assert err.splitlines()[-1].startswith(f"precision_check: error: argument {name}: "), err
 
 
-@pytest.mark.parametrize("value", BAD_AMOUNTS, ids=repr)
+@pytest.mark.parametrize("value", BAD_AMOUNTS, ids=plain)
 @pytest.mark.parametrize("name", AMOUNT_FLAGS)
 def test_wrong_acceptance_amount_flag(capsys, name, value):
     with pytest.raises(SystemExit) as exit_:
@@ -348,7 +349,7 @@ RETRY_AFTER = ["²", "٣", "-1", "1.5", "1e9", "inf", "nan", "Fri, 31 Dec 1999 2
 RETRY_AFTER += ["", " ", "9" * 30, "0x10", "١٠", "3 seconds", "NaN", "+2"]
 
 
-@pytest.mark.parametrize("value", RETRY_AFTER, ids=repr)
+@pytest.mark.parametrize("value", RETRY_AFTER, ids=plain)
 def test_traceback_retry_after(capsys, one_prompt, value):
     """A junk Retry-After is retried on the usual backoff: one line, no traceback, no wait."""
     busy = answer({"error": "busy"}, 503, [("Retry-After", value)])

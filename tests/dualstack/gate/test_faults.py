@@ -34,6 +34,7 @@ from tests.support.fault_servers import (
     huge,
     silent,
 )
+from tests.support.param_ids import plain
 
 BOUND = 3.0
 """Seconds a query with `timeout=1` may take, whatever the server does."""
@@ -119,7 +120,7 @@ def test_traceback_deep_error_body(body, status):
 RETRY_AFTER = ["²", "٣", "-1", "1e9", "inf", "Fri, 31 Dec 1999 23:59:59 GMT", "", "9" * 40]
 
 
-@pytest.mark.parametrize("value", RETRY_AFTER, ids=repr)
+@pytest.mark.parametrize("value", RETRY_AFTER, ids=plain)
 def test_traceback_retry_after(value):
     busy = answer(b'{"status": "error", "error": "busy"}', 503, [("Retry-After", value)])
     with FaultServer(busy) as prometheus:
