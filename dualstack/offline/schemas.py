@@ -109,14 +109,45 @@ def _definitions(folder: str, k8s_version: str) -> Any:
     return utils.Resource.from_contents(definitions)
 
 
+DEFINITIONS_REF = "/api/_definitions.json#/$defs/"
+"""How kubernetes-validate's kind schemas point into `_definitions.json` (whose definitions
+point at each other as `#/$defs/<name>`)."""
+_LOCAL_REF = "#/$defs/"
+_ANNOTATIONS = ("description", "x-kubernetes-")
+
+
+def inline_definitions(node: Any, definitions: Mapping[str, Any], _open: tuple = ()) -> Any:
+    """`node` with every reference to a definition (`DEFINITIONS_REF` + name from a kind's
+    schema, `#/$defs/` + name inside the definitions), beside annotations only (`description`,
+    `x-kubernetes-*`), replaced by that definition, itself inlined, so a validation follows no
+    reference. A definition that contains itself keeps a `$ref`, spelt `DEFINITIONS_REF` + name
+    so that the registry still resolves it from the kind's schema. A `$ref` beside annotations
+    validates exactly as its target does (JSON Schema 2020-12: `$ref` applies the target
+    beside its siblings, which here assert nothing), so the schema judges alike, error for
+    error."""
+    if isinstance(node, list):
+        return [inline_definitions(item, definitions, _open) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith((DEFINITIONS_REF, _LOCAL_REF)):
+        name = ref.removeprefix(DEFINITIONS_REF).removeprefix(_LOCAL_REF)
+        only_annotations = all(key == "$ref" or key.startswith(_ANNOTATIONS) for key in node)
+        if only_annotations and name in definitions and name not in _open:
+            return inline_definitions(definitions[name], definitions, (*_open, name))
+        node = {**node, "$ref": DEFINITIONS_REF + name}
+    return {key: inline_definitions(value, definitions, _open) for key, value in node.items()}
+
+
 @cache
 def core_validator(api_version: str, kind: str, k8s_version: str = KUBERNETES_VERSION) -> Any:
     """The strict validator of one built-in kind at one apiVersion, built once per process:
     the schema files, registry and validator class kubernetes-validate 1.3x builds anew for
     every object it checks (`kubernetes_validate.validate(obj, version, strict=True)`:
     `<kind>-<group>-<version>.json` and `_definitions.json` of its `-local-strict` folder, a
-    Draft 2020-12 validator), so an object fails here exactly when it fails there, with the
-    same first error.
+    Draft 2020-12 validator), with the definitions inlined (`inline_definitions`: no reference
+    to follow per object), so an object fails here exactly when it fails there, with the same
+    first error.
 
     Raises SchemaError for a Kubernetes version the installed schemas lack, and
     kubernetes_validate's SchemaNotFoundError for a kind it has no schema of.
@@ -133,10 +164,10 @@ def core_validator(api_version: str, kind: str, k8s_version: str = KUBERNETES_VE
         raise utils.SchemaNotFoundError(
             version=utils.major_minor(k8s_version), kind=kind, api_version=api_version
         ) from None
-    registry = _definitions(folder, k8s_version) @ (
-        utils.Resource.from_contents(schema) @ utils.Registry()
-    )
-    return Draft202012Validator(schema, registry=registry)
+    definitions = _definitions(folder, k8s_version)
+    registry = definitions @ (utils.Resource.from_contents(schema) @ utils.Registry())
+    inlined = inline_definitions(schema, definitions.contents.get("$defs", {}))
+    return Draft202012Validator(inlined, registry=registry)
 
 
 def object_errors(obj: Mapping[str, Any], k8s_version: str = KUBERNETES_VERSION) -> list[str]:

@@ -9,6 +9,7 @@ and message) is the same.
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import kubernetes_validate
@@ -16,8 +17,10 @@ import pytest
 
 from dualstack.offline.render import render_fleet
 from dualstack.offline.schemas import (
+    DEFINITIONS_REF,
     KUBERNETES_VERSION,
     core_validator,
+    inline_definitions,
     is_core,
     object_errors,
     validate_objects,
@@ -112,3 +115,30 @@ def test_one_validator_per_kind_for_the_whole_process() -> None:
     assert core_validator.cache_info().hits == sum(1 for o in objects if is_core(o)) - len(kinds)
     validate_objects(objects)
     assert core_validator.cache_info().misses == len(kinds)
+
+
+def test_definitions_are_inlined_except_a_definition_that_contains_itself() -> None:
+    definitions = {
+        "Tree": {"type": "object", "properties": {"child": {"$ref": "#/$defs/Tree"}}},
+        "Name": {"type": "string"},
+    }
+    schema = {
+        "properties": {
+            "name": {"$ref": f"{DEFINITIONS_REF}Name", "description": "its name"},
+            "tree": {"$ref": f"{DEFINITIONS_REF}Tree"},
+            "typed": {"$ref": f"{DEFINITIONS_REF}Name", "type": "string"},  # not annotations
+        }
+    }
+    inlined = inline_definitions(schema, definitions)["properties"]
+    assert inlined["name"] == {"type": "string"}
+    assert inlined["tree"] == {
+        "type": "object",
+        "properties": {"child": {"$ref": f"{DEFINITIONS_REF}Tree"}},  # resolvable from the kind
+    }
+    assert inlined["typed"] == {"$ref": f"{DEFINITIONS_REF}Name", "type": "string"}
+
+
+def test_a_deployment_is_validated_without_following_a_reference() -> None:
+    schema = core_validator("apps/v1", "Deployment").schema
+    assert "$ref" not in json.dumps(schema)
+    assert "additionalProperties" in json.dumps(schema["properties"]["spec"])
