@@ -174,6 +174,11 @@ def render(
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # libyaml when PyYAML has it
     """Block-style YAML; multi-line strings (scripts, rule expressions) as literal blocks."""
 
+    def ignore_aliases(self, data: Any) -> bool:
+        # No anchors: every rendered container is its own (`canonical` copies them), and
+        # skipping the representer's alias bookkeeping saves a tenth of the dump.
+        return True
+
 
 def _str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
     style = "|" if "\n" in data else None
