@@ -219,10 +219,11 @@ def summary(figures: dict[str, Any], labels: list[str]) -> list[str]:
     """One line per target: this tree's figure, met or not, and each other tree's."""
     lines = []
     for key, text, op, target in TARGETS:
-        values = [figures.get(key, figures[label].get(key)) for label in labels]
+        shared = key in figures  # measured in-process, on this tree only
+        values = [figures[key]] if shared else [figures[label].get(key) for label in labels]
         here = values[0]
         met = here is not None and (here < target if op == "<" else here <= target)
-        others = "".join(f"; {label} {v}" for label, v in zip(labels[1:], values[1:], strict=True))
+        others = "".join(f"; {label} {v}" for label, v in zip(labels[1:], values[1:], strict=False))
         lines.append(f"{text}: {here} (target {op} {target}: {'met' if met else 'MISSED'}){others}")
     return lines
 
