@@ -163,19 +163,19 @@ def test_unchanged_objects_are_one_line_and_diff_shows_everything(git_repo: Path
     out = capsys.readouterr().out
     objects = out.split("Objects: ", 1)[1].split("\n\n", 1)[0].splitlines()
     assert objects == [
-        "24 (2 changed, 0 added, 0 removed)",
+        "25 (2 changed, 0 added, 0 removed)",
         "  ~ PrometheusRule inference/inference-service-dualstack",
         "  ~ VirtualService inference/inference-vs",
-        "    22 unchanged (--diff lists them, with each change whole)",
+        "    23 unchanged (--diff lists them, with each change whole)",
     ]
     assert "-      weight: 95\n+      weight: 80\n" in out
     assert "kind: VirtualService" not in out  # 3 lines of context only
     assert main(["-C", str(git_repo), "preview", "-s", "prod", "--diff"]) == 0
     full = capsys.readouterr().out
     listed = full.split("Objects: ", 1)[1].split("\n\n", 1)[0].splitlines()
-    assert len(listed) == 1 + 24 and "    Deployment inference/inference-blue" in listed
+    assert len(listed) == 1 + 25 and "    Deployment inference/inference-blue" in listed
     assert " kind: VirtualService\n" in full  # the changed object whole, as context
     assert "-      weight: 95\n+      weight: 80\n" in full
     assert main(["-C", str(git_repo), "preview", "-s", "prod", "-o", "json"]) == 0
     (stack,) = json.loads(capsys.readouterr().out)["stacks"]
-    assert len(stack["changes"]) == 24  # the document keeps every object
+    assert len(stack["changes"]) == 25  # the document keeps every object
