@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from components import precision
 from components.settings import PROJECT
 from dualstack.offline.mocks import RecordingMocks, Registered
 from dualstack.offline.render import objects_of, run_program
@@ -31,6 +32,13 @@ FIXTURE_STACKS = Path(__file__).resolve().parent / "fixtures" / "stacks"
 STACKS = ("prod", "staging")
 _GUARD = committed_stacks.install(REPO)
 _GUARD.armed = True  # from collection on; lifted only for tests marked reads_committed_stacks
+
+if REPO.name == "mutants" and (REPO.parent / "precision_check" / "__init__.py").is_file():
+    # mutmut's copy of the project: its precision_check/*.py carry every mutant's code (over
+    # 1 MiB, more than a ConfigMap may hold, so every render there was refused). The checker
+    # ConfigMap ships the project's own files, as it does outside mutmut; the checker's mutants
+    # are run by its own tests, in-process.
+    precision.PACKAGE = REPO.parent / "precision_check"
 
 
 def pytest_configure(config: pytest.Config) -> None:
