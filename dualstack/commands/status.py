@@ -25,21 +25,15 @@ from dualstack.pulumi_cli import Deployed, deployed_weight, deployed_weights
 from dualstack.redaction import redact
 from dualstack.repo.baseref import default_base
 from dualstack.repo.stack_config import find_root, load_stack_config
-from dualstack.repo.stackfile import StackFileError, read_config_at
-from dualstack.step.pending import git_step
+from dualstack.repo.stackfile import StackFileError
+from dualstack.step.pending import fleet_at, git_step
 from dualstack.step.weights import ladder_text
 
 
 def base_fleet(root: Path, stack: str, base: str | None) -> Fleet | None:
     """The stack's fleet at `base`; None without a base, when the stack file is absent there,
     or when it no longer validates (the preview judges such a base)."""
-    config = read_config_at(root, stack, base) if base is not None else None
-    if config is None:
-        return None
-    try:
-        return load_fleet(config)
-    except SettingsError:
-        return None
+    return fleet_at(root, stack, base) if base is not None else None
 
 
 def pending_step(

@@ -62,11 +62,11 @@ def git_step(
     if base is None:
         return None
     if at_base is None:
-        at_base = _fleet_at(root, stack, base)
+        at_base = fleet_at(root, stack, base)
     then = at_base.members.get(settings.name) if at_base is not None else None
     if then is None or then.ascend_weight == settings.ascend_weight:
         return None
-    at_head = _fleet_at(root, stack, "HEAD")
+    at_head = fleet_at(root, stack, "HEAD")
     held = at_head.members.get(settings.name) if at_head is not None else None
     committed = held is not None and held.ascend_weight == settings.ascend_weight
     head_sha = git_or_none(root, "rev-parse", "HEAD") or ""
@@ -84,7 +84,7 @@ def git_step(
     return GitStep(settings.ascend_weight, then.ascend_weight, committed, head, base_name)
 
 
-def _fleet_at(root: Path, stack: str, ref: str) -> Fleet | None:
+def fleet_at(root: Path, stack: str, ref: str) -> Fleet | None:
     """The stack's fleet at `ref`; None when the file is absent there or does not validate."""
     config = read_config_at(root, stack, ref)
     if config is None:
